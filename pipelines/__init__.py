@@ -1,0 +1,1 @@
+"""Item pipelines: content-hash dedup, then the JSON Lines item store."""

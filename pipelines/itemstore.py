@@ -1,0 +1,109 @@
+"""The item store: JSON Lines, one file per worker and round, only whole lines ever visible.
+
+A round writes ``{spider}-{i}of{N}-{stamp}.jsonl.part`` (each line flushed as written) and
+renames it to ``.jsonl`` when the spider closes. A ``.part`` left by a kill is recovered at this
+spider-shard's next start: its whole lines are kept under the ``.jsonl`` name, a torn last line is
+cut off. Only the spider-shard's own files are touched, and only while it holds its worker lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import scrapy
+from scrapy.crawler import Crawler
+from itemadapter import ItemAdapter
+
+from scraper.layout import DataLayout, worker_slug
+
+logger = logging.getLogger(__name__)
+
+PART_SUFFIX = ".part"
+
+
+class JsonLinesItemStore:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.layout = DataLayout(crawler.settings["COLLECTOR_DATA_DIR"])
+        self.file: IO[bytes] | None = None
+        self.part_path: Path | None = None
+        self.count = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> JsonLinesItemStore:
+        return cls(crawler)
+
+    def open_spider(self) -> None:
+        spider = self.crawler.spider
+        directory = self.layout.items_dir(spider.name)
+        directory.mkdir(parents=True, exist_ok=True)
+        prefix = worker_slug(spider.name, spider.shard)
+        for leftover in sorted(directory.glob(f"{prefix}-*.jsonl{PART_SUFFIX}")):
+            recover_part(leftover)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        final = _unused(directory / f"{prefix}-{stamp}.jsonl")
+        self.part_path = final.with_name(final.name + PART_SUFFIX)
+        self.file = open(self.part_path, "xb")  # noqa: SIM115 - open for the whole round
+
+    def process_item(self, item: scrapy.Item) -> scrapy.Item:
+        line = json.dumps(ItemAdapter(item).asdict(), ensure_ascii=False) + "\n"
+        assert self.file is not None
+        self.file.write(line.encode("utf-8"))
+        # Flushed per item: what the OS has survives a kill -9 of this process.
+        self.file.flush()
+        self.count += 1
+        self.crawler.stats.inc_value("itemstore/written")
+        return item
+
+    def close_spider(self) -> None:
+        if self.file is None or self.part_path is None:
+            return
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        if self.count:
+            final = self.part_path.with_name(self.part_path.name[: -len(PART_SUFFIX)])
+            os.replace(self.part_path, final)
+            logger.info("wrote %d items to %s", self.count, final)
+        else:
+            self.part_path.unlink()
+        self.file = None
+
+
+def _unused(path: Path) -> Path:
+    """``path``, or ``path`` with ``-1``, ``-2``… when a round in the same second already used it."""
+    candidate, n = path, 1
+    while candidate.exists() or candidate.with_name(candidate.name + PART_SUFFIX).exists():
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+    return candidate
+
+
+def recover_part(part: Path) -> Path | None:
+    """Keep the whole lines of a ``.part`` left by a killed round under its ``.jsonl`` name."""
+    data = part.read_bytes()
+    whole = data[: data.rfind(b"\n") + 1]
+    if not whole:
+        part.unlink()
+        logger.warning("removed %s: a killed round left no whole line in it", part.name)
+        return None
+    if len(whole) != len(data):
+        with open(part, "r+b") as handle:
+            handle.truncate(len(whole))
+            handle.flush()
+            os.fsync(handle.fileno())
+    final = part.with_name(part.name[: -len(PART_SUFFIX)])
+    os.replace(part, final)
+    logger.warning("recovered %d whole lines from %s (a killed round), %d torn bytes cut",
+                   whole.count(b"\n"), part.name, len(data) - len(whole))
+    return final
+
+
+def read_item_lines(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]

@@ -1,0 +1,1 @@
+"""hubcollect scraper package."""

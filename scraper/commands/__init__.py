@@ -1,0 +1,1 @@
+"""Scrapy commands this project replaces (``COMMANDS_MODULE``)."""

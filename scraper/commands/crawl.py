@@ -1,0 +1,74 @@
+"""``scrapy crawl``, checked first: config, spider name, ``-a`` arguments, one process per shard.
+
+Everything the user can get wrong is reported as one line on stderr with exit status 2 before
+Scrapy starts, never as a traceback. The runner's workers run this very command in their forked
+processes, so ``scrapy crawl docs -a shard=0/4`` by hand is exactly a worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.spiderloader import get_spider_loader
+
+from scraper.config import ConfigError, load_config
+from scraper.layout import DataLayout
+from scraper.sharding import UNSHARDED, Shard, ShardError
+from scraper.workerlock import WorkerLockedError, acquire_worker_lock
+from spiders.base import SPIDER_ARGUMENTS
+
+USAGE_ERROR = 2
+"""Exit status for anything the user must fix (config, arguments)."""
+ALREADY_RUNNING = 3
+"""Exit status when another process holds this spider-shard."""
+
+
+def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
+    print(f"scrapy crawl: {message}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        try:
+            config = load_config(self.settings.get("COLLECTOR_CONFIG"))
+        except ConfigError as exc:
+            fail(str(exc))
+        if len(args) != 1:
+            fail("give exactly one spider name, e.g. scrapy crawl docs -a shard=0/4")
+        loader = get_spider_loader(self.settings)
+        if args[0] not in loader.list():
+            fail(f"no spider named {args[0]!r}; the spiders are: {', '.join(loader.list())}")
+        unknown = sorted(set(opts.spargs) - set(SPIDER_ARGUMENTS))
+        if unknown:
+            fail(f"-a {unknown[0]}: not an argument of the spiders; they take: "
+                 + ", ".join(SPIDER_ARGUMENTS))
+        try:
+            self.shard = Shard.parse(opts.spargs["shard"]) if "shard" in opts.spargs else UNSHARDED
+        except ShardError as exc:
+            fail(f"-a {exc}")
+        self.layout = DataLayout(config.data_dir)
+        self.spider_name = args[0]
+        log_file = self.layout.log_file(self.spider_name, self.shard)
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail(f"data_dir {config.data_dir}: cannot create {log_file.parent}: {exc.strerror}")
+        # Project priority: below the spider's own settings and below -s on the command line.
+        self.settings.set("COLLECTOR_DATA_DIR", str(config.data_dir), priority="project")
+        self.settings.set("LOG_FILE", str(log_file), priority="project")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        label = f"{self.spider_name} {self.shard}"
+        try:
+            acquire_worker_lock(self.layout.worker_lock(self.spider_name, self.shard), label)
+        except WorkerLockedError as exc:
+            fail(str(exc), ALREADY_RUNNING)
+        if sys.stderr.isatty() and self.settings.get("LOG_FILE"):
+            print(f"{label}: logging to {self.settings['LOG_FILE']}", file=sys.stderr)
+        super().run(args, opts)

@@ -1,0 +1,79 @@
+"""The items the collector writes, one class per spider.
+
+Fields marked ``content=True`` are what an item *says*; the content hash is taken over them only,
+so the same content collected again (another round, another rank, another URL) is one item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import scrapy
+from scrapy import Field
+
+
+def ContentField() -> Field:  # noqa: N802 - reads like scrapy.Field() where it is used
+    return Field(content=True)
+
+
+class CollectedItem(scrapy.Item):
+    """What every item carries besides its content."""
+
+    spider = Field()
+    shard = Field()          # "1/4"
+    collected_at = Field()   # ISO-8601 UTC, "2026-11-29T15:01:02Z"
+    content_hash = Field()   # sha256 hex over the content fields
+
+
+class TrendingRepoItem(CollectedItem):
+    full_name = ContentField()
+    owner = ContentField()
+    name = ContentField()
+    url = ContentField()
+    description = ContentField()
+    language = ContentField()
+    stars = ContentField()
+    forks = ContentField()
+    period_stars = ContentField()
+    period = ContentField()
+    trending_language = ContentField()
+    built_by = ContentField()
+    rank = Field()           # position on the page: changes without the repository changing
+
+
+class SearchRepoItem(CollectedItem):
+    query = ContentField()
+    id = ContentField()
+    full_name = ContentField()
+    html_url = ContentField()
+    description = ContentField()
+    language = ContentField()
+    stargazers_count = ContentField()
+    forks_count = ContentField()
+    open_issues_count = ContentField()
+    topics = ContentField()
+    license = ContentField()  # SPDX id, e.g. "MIT", or None
+    created_at = ContentField()
+    updated_at = ContentField()
+    pushed_at = ContentField()
+    archived = ContentField()
+
+
+class DocPageItem(CollectedItem):
+    url = Field()            # not content: one page under two URLs (mirrors) is one item
+    title = ContentField()
+    headings = ContentField()
+    text = ContentField()
+
+
+def content_fields(item: scrapy.Item) -> list[str]:
+    return sorted(name for name, meta in item.fields.items() if meta.get("content"))
+
+
+def content_hash(item: scrapy.Item) -> str:
+    """sha256 of the item's content fields, as canonical JSON (sorted keys, no spaces)."""
+    content: dict[str, Any] = {name: item.get(name) for name in content_fields(item)}
+    canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -1,0 +1,85 @@
+"""Where everything lives under ``data_dir``: every path the collector writes, in one place.
+
+::
+
+    {data_dir}/items/{spider}/{spider}-{i}of{N}-{stamp}.jsonl   the product (never pruned)
+    {data_dir}/logs/{spider}-{i}of{N}.log                       one log per spider-shard, rotated
+    {data_dir}/logs/runner.log                                  the runner's own log
+    {data_dir}/state/deltafetch/{spider}-{i}of{N}/deltafetch.sqlite
+    {data_dir}/state/contenthash/{spider}-{i}of{N}.sqlite
+    {data_dir}/state/locks/{spider}-{i}of{N}.lock               one process per spider-shard
+    {data_dir}/state/workers/{spider}-{i}of{N}.json             a worker's live stats
+    {data_dir}/state/runner.pid, status.json                    the runner's
+    {data_dir}/state/budget.sqlite                              the shared GitHub budget
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from scraper.sharding import Shard
+
+
+def worker_slug(spider: str, shard: Shard) -> str:
+    """``docs-1of4``: names a spider-shard's log, stores and state files."""
+    return f"{spider}-{shard.slug}"
+
+
+@dataclass(frozen=True, slots=True)
+class DataLayout:
+    root: Path
+
+    def __post_init__(self) -> None:
+        # Accept the str a Scrapy setting holds.
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def items_root(self) -> Path:
+        return self.root / "items"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    def items_dir(self, spider: str) -> Path:
+        return self.items_root / spider
+
+    def log_file(self, spider: str, shard: Shard) -> Path:
+        return self.logs_dir / f"{worker_slug(spider, shard)}.log"
+
+    @property
+    def runner_log(self) -> Path:
+        return self.logs_dir / "runner.log"
+
+    def deltafetch_db(self, spider: str, shard: Shard) -> Path:
+        return self.state_dir / "deltafetch" / worker_slug(spider, shard) / "deltafetch.sqlite"
+
+    def contenthash_db(self, spider: str, shard: Shard) -> Path:
+        return self.state_dir / "contenthash" / f"{worker_slug(spider, shard)}.sqlite"
+
+    def worker_lock(self, spider: str, shard: Shard) -> Path:
+        return self.state_dir / "locks" / f"{worker_slug(spider, shard)}.lock"
+
+    def worker_state(self, spider: str, shard: Shard) -> Path:
+        return self.state_dir / "workers" / f"{worker_slug(spider, shard)}.json"
+
+    @property
+    def workers_state_dir(self) -> Path:
+        return self.state_dir / "workers"
+
+    @property
+    def runner_pidfile(self) -> Path:
+        return self.state_dir / "runner.pid"
+
+    @property
+    def status_file(self) -> Path:
+        return self.state_dir / "status.json"
+
+    @property
+    def budget_db(self) -> Path:
+        return self.state_dir / "budget.sqlite"

@@ -1,0 +1,1 @@
+"""Parsers that turn captured GitHub HTML into plain data rows."""

@@ -1,0 +1,137 @@
+"""Parse GitHub's trending page (``/trending``, ``/trending/<language>``) into rows.
+
+The markup has shifted over the years (``ol.repo-list > li`` -> ``article.Box-row``,
+``h1.h3`` -> ``h2.h3``, ``/stargazers.<repo>`` -> ``/stargazers``, ``/network/members`` ->
+``/forks``), so fields are located by hrefs, itemprops and text rather than utility classes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urljoin, urlsplit
+
+from parsel import Selector
+
+__all__ = ["TrendingRow", "parse_trending"]
+
+_ROW_CSS = "article.Box-row"
+_LEGACY_ROW_CSS = "ol.repo-list > li"
+_HEADING_LINK_XPATH = ".//*[self::h1 or self::h2 or self::h3]//a[@href]"
+# Text and links outside the description <p>, which may itself contain links and digits.
+_META_TEXT_XPATH = ".//text()[not(ancestor::p)]"
+_META_LINK_XPATH = ".//a[@href][not(ancestor::p)]"
+
+_NUMBER_RE = re.compile(r"\d[\d,]*")
+_PERIOD_RE = re.compile(r"\d[\d,]*\s+stars?\s+(?:today|this\s+week|this\s+month)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class TrendingRow:
+    """One repository row of a trending page."""
+
+    rank: int  # 1-based position among the parsed rows
+    full_name: str  # "owner/name"
+    owner: str
+    name: str
+    url: str  # absolute: urljoin(base_url, "/owner/name")
+    description: str | None  # whitespace-collapsed text; None when absent or empty
+    language: str | None  # None when absent
+    stars: int  # total stars; 0 when missing
+    forks: int  # 0 when missing
+    period_stars: int  # "N stars today|this week|this month"; 0 when missing
+    built_by: list[str]  # avatar logins without "@", bots included, page order
+
+
+def parse_trending(html: str | bytes, base_url: str) -> list[TrendingRow]:
+    """Parse a trending page; returns [] when the page holds no repository rows.
+
+    ``base_url`` is the page URL (e.g. ``response.url``); row URLs are resolved against it.
+    Rows without a usable ``/owner/name`` heading link are skipped, and ranks stay 1..n.
+    """
+    if isinstance(html, bytes):
+        html = html.decode("utf-8", errors="replace")
+    if not html.strip():
+        return []
+    sel = Selector(text=html)
+    row_nodes = sel.css(_ROW_CSS) or sel.css(_LEGACY_ROW_CSS)
+    rows: list[TrendingRow] = []
+    for node in row_nodes:
+        row = _parse_row(node, rank=len(rows) + 1, base_url=base_url)
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def _parse_row(node: Selector, rank: int, base_url: str) -> TrendingRow | None:
+    """Build one row, or None when the row has no ``/owner/name`` heading link."""
+    repo = _repo_from_heading(node)
+    if repo is None:
+        return None
+    owner, name = repo
+
+    stars_text: str | None = None
+    forks_text: str | None = None
+    for link in node.xpath(_META_LINK_XPATH):
+        path = urlsplit(link.attrib["href"].strip()).path
+        if stars_text is None and "/stargazers" in path:
+            stars_text = _text(link)
+        elif forks_text is None and ("/network" in path or path.rstrip("/").endswith("/forks")):
+            forks_text = _text(link)
+
+    period = _PERIOD_RE.search(" ".join(node.xpath(_META_TEXT_XPATH).getall()))
+
+    return TrendingRow(
+        rank=rank,
+        full_name=f"{owner}/{name}",
+        owner=owner,
+        name=name,
+        url=urljoin(base_url, f"/{owner}/{name}"),
+        description=_first_text(node, "p") or None,
+        language=_first_text(node, '[itemprop="programmingLanguage"]') or None,
+        stars=_count(stars_text),
+        forks=_count(forks_text),
+        period_stars=_count(period.group() if period else None),
+        built_by=_built_by(node),
+    )
+
+
+def _repo_from_heading(node: Selector) -> tuple[str, str] | None:
+    """(owner, name) from the first heading link whose path is exactly ``/owner/name``."""
+    for link in node.xpath(_HEADING_LINK_XPATH):
+        parts = [unquote(p) for p in urlsplit(link.attrib["href"].strip()).path.split("/") if p]
+        if len(parts) == 2:
+            return parts[0], parts[1]
+    return None
+
+
+def _built_by(node: Selector) -> list[str]:
+    """Logins of the "Built by" avatars (alt="@login"; falls back to the link's last segment)."""
+    logins: list[str] = []
+    for img in node.css("a > img.avatar"):
+        login = img.attrib.get("alt", "").strip().lstrip("@")
+        if not login:
+            href = img.xpath("..").attrib.get("href", "")
+            login = urlsplit(href).path.rstrip("/").rpartition("/")[2]
+        if login:
+            logins.append(login)
+    return logins
+
+
+def _text(node: Selector) -> str:
+    """All descendant text of ``node``, stripped, inner whitespace collapsed to one space."""
+    return " ".join("".join(node.xpath(".//text()").getall()).split())
+
+
+def _first_text(node: Selector, css: str) -> str:
+    """``_text`` of the first match of ``css`` inside ``node``; "" when nothing matches."""
+    found = node.css(css)
+    return _text(found[0]) if found else ""
+
+
+def _count(text: str | None) -> int:
+    """First number in ``text`` with thousands commas removed ("12,345" -> 12345); 0 if none."""
+    if not text:
+        return 0
+    match = _NUMBER_RE.search(text)
+    return int(match.group().replace(",", "")) if match else 0

@@ -1,0 +1,72 @@
+"""Every Scrapy setting the collector changes, and every default of its own components.
+
+Spider-specific defaults live in each spider's ``custom_settings``; the user's per-spider
+``settings:`` mapping in ``collector.yaml`` is applied over them, and ``-s KEY=VALUE`` wins over all.
+"""
+
+BOT_NAME = "hubcollect"
+SPIDER_MODULES = ["spiders"]
+NEWSPIDER_MODULE = "spiders"
+COMMANDS_MODULE = "scraper.commands"
+
+USER_AGENT = "hubcollect/0.1 (+https://github.com/hubcollect/hubcollect)"
+
+# --- the collector's own settings ----------------------------------------------------------------
+COLLECTOR_CONFIG = None
+"""Path of collector.yaml; None = $COLLECTOR_CONFIG, else ./collector.yaml, else defaults."""
+COLLECTOR_DATA_DIR = "data"
+"""Set by ``scrapy crawl`` from the config's data_dir; every store and file lives under it."""
+
+# --- what 20 processes on one small box must not each open ---------------------------------------
+TELNETCONSOLE_ENABLED = False  # 20 consoles exhaust ports 6023–6073
+REMOTE_CONTROL_ENABLED = False  # Scrapy 2.19's code-running HTTP server, on by default
+EXTENSIONS = {
+    "scrapy.extensions.telnet.TelnetConsole": None,
+    "scrapy.extensions.remote_control.RemoteControl": None,
+    "scraper.extensions.logrotate.LogRotation": 0,
+}
+COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
+
+# --- logs: {data_dir}/logs/{spider}-{i}of{N}.log, set per spider-shard by `scrapy crawl` -----------
+LOG_LEVEL = "INFO"
+LOG_FILE_APPEND = True
+LOG_MAX_BYTES = 10 * 1024 * 1024
+LOG_BACKUP_COUNT = 3
+LOG_ROTATE_INTERVAL = 10.0  # seconds between size checks while crawling
+
+# --- dedup, URL level: scrapy-deltafetch, one store per spider-shard -----------------------------
+DELTAFETCH_ENABLED = True
+SPIDER_MIDDLEWARES = {
+    "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch": 100,
+}
+
+# --- GitHub: the token only ever goes to the API host ---------------------------------------------
+DOWNLOADER_MIDDLEWARES = {
+    # A redirect is a new request that passes the whole chain again: every hop is checked here.
+    "scraper.downloadermiddlewares.githubauth.GitHubAuthMiddleware": 950,
+}
+
+# --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ ------------------
+ITEM_PIPELINES = {
+    "pipelines.contenthash.ContentHashPipeline": 100,
+    "pipelines.itemstore.JsonLinesItemStore": 900,
+}
+DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"  # duplicates are the normal case on every later round
+
+# --- politeness and robustness ---------------------------------------------------------------------
+ROBOTSTXT_OBEY = False  # the GitHub spiders; the docs spider obeys robots.txt
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 4
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.5
+AUTOTHROTTLE_MAX_DELAY = 30.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
+RETRY_TIMES = 3
+DOWNLOAD_TIMEOUT = 30
+# 20 workers × 16 requests in flight must fit 2 GB: no single body above 16 MB, warn at 4 MB.
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+REDIRECT_MAX_TIMES = 10
+
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+FEED_EXPORT_ENCODING = "utf-8"

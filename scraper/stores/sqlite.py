@@ -1,0 +1,127 @@
+"""Crash-safe SQLite files for the collector's persistent state.
+
+Every store is one SQLite database in WAL mode, in autocommit (each write is its own
+transaction), with ``synchronous=NORMAL``: a ``kill -9`` at any instant loses no committed write
+and never corrupts the file; a power cut may lose the last writes but still not corrupt it.
+
+A store is never deleted or silently reset. A file that cannot be opened as this kind of store
+(truncated, not SQLite, another schema, a newer version) is moved aside to
+``<name>.unreadable-<UTC stamp>`` with its WAL files, an error is logged, and a new one is made.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 30_000
+"""Two processes may share a store (a shard run by hand beside the runner): wait, don't fail."""
+
+
+class StoreError(Exception):
+    """The file is not a usable store of the expected kind."""
+
+
+def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connection:
+    """Open (or create) the store at ``path``, moving an unusable file aside first.
+
+    ``kind`` and ``version`` are recorded in the file (``application_id`` is not portable
+    across tools, so a small ``meta`` table holds them); ``schema`` is idempotent DDL.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return _connect(path, kind, version, schema)
+    except (sqlite3.DatabaseError, StoreError) as exc:
+        aside = move_aside(path)
+        logger.error("store %s is unusable (%s); moved aside to %s, starting a new one",
+                     path, exc, aside.name)
+        return _connect(path, kind, version, schema)
+
+
+def _connect(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
+                           check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        result = conn.execute("PRAGMA quick_check").fetchone()
+        if result is None or result[0] != "ok":
+            raise StoreError(f"integrity check failed: {result and result[0]}")
+        conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        found = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if not found:
+            tables = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name != 'meta'")}
+            if tables:
+                raise StoreError(f"unknown tables {sorted(tables)}, not a {kind} store")
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('kind', ?), ('version', ?)",
+                         (kind, str(version)))
+            conn.execute("COMMIT")
+            found = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if found.get("kind") != kind:
+            raise StoreError(f"a {found.get('kind')!r} store, not a {kind!r} store")
+        if found.get("version") != str(version):
+            raise StoreError(f"{kind} store version {found.get('version')}, expected {version}")
+        conn.executescript(schema)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def move_aside(path: Path) -> Path:
+    """Rename ``path`` (and its ``-wal``/``-shm`` files) out of the way; returns the new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = path.with_name(f"{path.name}.unreadable-{stamp}")
+    n = 1
+    while aside.exists():
+        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{n}")
+        n += 1
+    for suffix in ("", "-wal", "-shm"):
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.rename(f"{aside}{suffix}")
+    return aside
+
+
+class SqliteMapping:
+    """A persistent ``bytes → str`` mapping: what scrapy-deltafetch expects of its ``dbm``."""
+
+    KIND = "mapping"
+    VERSION = 1
+    SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key BLOB PRIMARY KEY, value TEXT NOT NULL);"
+
+    def __init__(self, path: Path, kind: str = KIND) -> None:
+        self.path = path
+        self._conn = open_store(path, kind, self.VERSION, self.SCHEMA)
+
+    def __contains__(self, key: bytes) -> bool:
+        row = self._conn.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
+        return row is not None
+
+    def get(self, key: bytes, default: str | None = None) -> str | None:
+        row = self._conn.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def __getitem__(self, key: bytes) -> str:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: bytes, value: str | bytes) -> None:
+        if isinstance(value, bytes):
+            value = value.decode()
+        self._conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?)", (key, value))
+
+    def __len__(self) -> int:
+        return self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,0 +1,1 @@
+"""The collector's spiders: ``trending``, ``search`` and ``docs``."""

@@ -1,0 +1,71 @@
+"""What every collector spider shares: config, shard, and the fields every item carries."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
+
+from scraper.config import CollectorConfig, SpiderConfig, load_config
+from scraper.items import CollectedItem
+from scraper.sharding import UNSHARDED, Shard
+
+
+class SpiderArgumentError(ValueError):
+    """A ``-a NAME=VALUE`` the spider does not take, or a bad value for one it does."""
+
+
+SPIDER_ARGUMENTS = ("shard",)
+"""The ``-a`` arguments every collector spider takes; anything else is refused."""
+
+
+class CollectorSpider(scrapy.Spider):
+    """A spider whose start list comes from the config and is cut by ``-a shard=i/N``."""
+
+    config: CollectorConfig
+    shard: Shard = UNSHARDED
+
+    def __init__(self, *args: Any, shard: str | Shard = "0/1", **kwargs: Any) -> None:
+        unknown = sorted(set(kwargs) - {"name", "start_urls"})
+        if unknown:
+            raise SpiderArgumentError(
+                f"-a {unknown[0]}: not an argument of this spider; it takes: "
+                + ", ".join(SPIDER_ARGUMENTS)
+            )
+        super().__init__(*args, **kwargs)
+        self.shard = shard if isinstance(shard, Shard) else Shard.parse(shard)
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        """Class defaults (``custom_settings``) first, then the config's ``settings:`` mapping,
+        both at spider priority, so ``-s KEY=VALUE`` (cmdline priority) still wins."""
+        super().update_settings(settings)
+        config = load_config(settings.get("COLLECTOR_CONFIG"))
+        settings.setdict(dict(config.spider(cls.name).settings), priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> CollectorSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.config = load_config(crawler.settings.get("COLLECTOR_CONFIG"))
+        return spider
+
+    @property
+    def section(self) -> SpiderConfig:
+        return self.config.spider(self.name)
+
+    def start_entries(self) -> Sequence[Any]:
+        """This spider's whole start list, unsharded, in config order."""
+        return self.section.start_entries()
+
+    def my_entries(self) -> list[Any]:
+        return self.shard.select(self.start_entries())
+
+    def stamp(self, item: CollectedItem) -> CollectedItem:
+        item["spider"] = self.name
+        item["shard"] = str(self.shard)
+        item["collected_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return item

@@ -1,0 +1,48 @@
+"""``trending``: github.com/trending pages, one item per repository row."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import scrapy
+from scrapy.http import Response
+
+from scraper.items import TrendingRepoItem
+from scraper.parsers.trending import parse_trending
+from spiders.base import CollectorSpider
+
+
+class TrendingSpider(CollectorSpider):
+    name = "trending"
+
+    def listing_url(self, language: str, period: str) -> str:
+        path = f"/trending/{language}" if language else "/trending"
+        return f"{self.config.github.web_url}{path}?since={period}"
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for language, period in self.my_entries():
+            yield scrapy.Request(
+                self.listing_url(language, period),
+                callback=self.parse,
+                # A listing is re-read every round: never filtered as already seen.
+                meta={"deltafetch_enabled": False, "period": period, "language": language},
+                dont_filter=True,
+            )
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[TrendingRepoItem]:
+        rows = parse_trending(response.text, self.config.github.web_url)
+        if not rows:
+            self.crawler.stats.inc_value("trending/empty_pages")
+            self.logger.error("trending page parsed to zero rows: %s (status %d)",
+                              response.url, response.status)
+            return
+        for row in rows:
+            yield self.stamp(TrendingRepoItem(
+                full_name=row.full_name, owner=row.owner, name=row.name, url=row.url,
+                description=row.description, language=row.language, stars=row.stars,
+                forks=row.forks, period_stars=row.period_stars,
+                period=response.meta["period"],
+                trending_language=response.meta["language"] or None,
+                built_by=list(row.built_by), rank=row.rank,
+            ))

@@ -1,0 +1,1 @@
+"""Fake upstream servers (GitHub, documentation hosts) for offline tests."""
