@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import scrapy
-from scrapy.crawler import Crawler
 from itemadapter import ItemAdapter
+from scrapy.crawler import Crawler
 
 from scraper.layout import DataLayout, worker_slug
 

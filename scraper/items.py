@@ -14,7 +14,7 @@ import scrapy
 from scrapy import Field
 
 
-def ContentField() -> Field:  # noqa: N802 - reads like scrapy.Field() where it is used
+def ContentField() -> Field:
     return Field(content=True)
 
 

@@ -24,7 +24,9 @@ EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
     "scrapy.extensions.remote_control.RemoteControl": None,
     "scraper.extensions.logrotate.LogRotation": 0,
+    "scraper.extensions.workerstate.WorkerState": 0,
 }
+WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 
 # --- logs: {data_dir}/logs/{spider}-{i}of{N}.log, set per spider-shard by `scrapy crawl` -----------

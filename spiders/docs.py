@@ -15,7 +15,7 @@ from spiders.base import CollectorSpider
 
 class DocsSpider(CollectorSpider):
     name = "docs"
-    custom_settings = {"ROBOTSTXT_OBEY": True}  # noqa: RUF012
+    custom_settings = {"ROBOTSTXT_OBEY": True}
 
     @property
     def refresh_after(self) -> float:

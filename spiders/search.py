@@ -48,7 +48,7 @@ def first_result_index(url: str, default_per_page: int) -> int:
 class SearchSpider(CollectorSpider):
     name = "search"
     # A 422 past the result cap ends a query with a warning, not an HttpError.
-    custom_settings = {"HTTPERROR_ALLOWED_CODES": [422]}  # noqa: RUF012
+    custom_settings = {"HTTPERROR_ALLOWED_CODES": [422]}
 
     def query_url(self, query: str) -> str:
         section = self.config.search

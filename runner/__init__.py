@@ -1,0 +1,1 @@
+"""The multi-process runner: ``python -m runner --workers 20``."""

@@ -1,0 +1,224 @@
+"""``python -m runner``: run the workers (default), ``status``, ``stop``.
+
+Every subcommand takes ``--config PATH`` before or after its own options; without it the config
+comes from ``$COLLECTOR_CONFIG``, else ``./collector.yaml``, else the built-in defaults. Anything
+the user must fix is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from scraper.config import (
+    SPIDER_NAMES,
+    CollectorConfig,
+    ConfigError,
+    load_config,
+    resolve_config_path,
+)
+from scraper.layout import DataLayout
+from scraper.units import SIZE_HELP, parse_size
+
+USAGE_ERROR = 2
+PROG = "python -m runner"
+
+
+class UsageError(Exception):
+    """Bad arguments; the message is the one line the user sees."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line and exit 2, not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        size = parse_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {SIZE_HELP}") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {SIZE_HELP}")
+    return size
+
+
+def _spider_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        if name not in SPIDER_NAMES:
+            raise argparse.ArgumentTypeError(
+                f"{name!r} is not a spider; choose from {', '.join(SPIDER_NAMES)}")
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one spider, e.g. --spiders docs,search")
+    return list(dict.fromkeys(names))
+
+
+def _config_option(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--config", metavar="PATH", default=default,
+                        help="collector.yaml to use (else $COLLECTOR_CONFIG, ./collector.yaml)")
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog=PROG, description="Run and watch the hubcollect workers.")
+    _config_option(parser, None)
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
+
+    run = sub.add_parser("run", help="run the workers in the foreground (the default)")
+    _config_option(run, argparse.SUPPRESS)
+    run.add_argument("--workers", type=_positive_int, required=True, metavar="N")
+    run.add_argument("--spiders", type=_spider_list, default=list(SPIDER_NAMES),
+                     metavar="LIST", help="comma-separated: trending,search,docs")
+    run.add_argument("--once", action="store_true",
+                     help="every worker runs one round; exit 0 if all succeeded")
+    run.add_argument("--memory-budget", type=_size, metavar="SIZE")
+    run.add_argument("--force", action="store_true", help="start even if memory looks short")
+    run.set_defaults(handler=cmd_run)
+
+    status = sub.add_parser("status", help="one row per worker, and totals")
+    _config_option(status, argparse.SUPPRESS)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=cmd_status)
+
+    stop = sub.add_parser("stop", help="SIGTERM the running runner and wait until it is gone")
+    _config_option(stop, argparse.SUPPRESS)
+    stop.set_defaults(handler=cmd_stop)
+
+    for name, register in EXTRA_COMMANDS:
+        register(sub.add_parser(name), lambda p: _config_option(p, argparse.SUPPRESS))
+    return parser
+
+
+# Subcommands added by other modules: (name, register(parser, add_config_option)).
+EXTRA_COMMANDS: list[tuple[str, Callable[..., None]]] = []
+
+
+def _with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]:
+    if any(arg in commands for arg in argv) or any(a in ("-h", "--help") for a in argv[:1]):
+        return argv
+    return ["run", *argv] if "--config" not in argv[:1] else [*argv[:2], "run", *argv[2:]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    commands = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
+    try:
+        args = parser.parse_args(_with_default_command(argv, commands))
+        config = load_config(args.config)
+    except (UsageError, ConfigError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    return args.handler(args, config)
+
+
+# --- run ------------------------------------------------------------------------------------------
+
+
+def _setup_logging(layout: DataLayout) -> None:
+    layout.logs_dir.mkdir(parents=True, exist_ok=True)
+    formatter = logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s")
+    to_file = logging.handlers.RotatingFileHandler(layout.runner_log, maxBytes=10 * 1024 * 1024,
+                                                   backupCount=3, encoding="utf-8")
+    to_stderr = logging.StreamHandler()
+    to_stderr.setLevel(logging.WARNING)  # the terminal gets the plan (stdout) and problems
+    for handler in (to_file, to_stderr):
+        handler.setFormatter(formatter)
+    root = logging.getLogger("runner")
+    root.setLevel(logging.INFO)
+    root.addHandler(to_file)
+    root.addHandler(to_stderr)
+    root.propagate = False
+
+
+def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
+    from runner.memory import MemoryGuard, memory_budget
+    from runner.pidfile import PidFile, RunnerRunningError
+    from runner.plan import make_plan
+    from runner.supervisor import Supervisor, preload
+
+    layout = DataLayout(config.data_dir)
+    plan = make_plan(config, args.workers, args.spiders)
+    print(plan.describe(), flush=True)
+    if plan.total == 0:
+        print(f"{PROG}: nothing to run: the chosen spiders have no start entries or weight 0",
+              file=sys.stderr)
+        return USAGE_ERROR
+    preload()
+    budget, source = memory_budget(args.memory_budget or config.memory_budget)
+    guard = MemoryGuard(layout.state_dir / "memory.json", budget, source)
+    estimate = guard.estimate(plan.total)
+    if not estimate.fits:
+        if not args.force:
+            print(f"{PROG}: {estimate.refusal()}", file=sys.stderr)
+            return USAGE_ERROR
+    pidfile = PidFile(layout.runner_pidfile)
+    try:
+        pidfile.acquire()
+    except RunnerRunningError as exc:
+        print(f"{PROG}: a runner is already running on {config.data_dir} (pid {exc.pid}); "
+              f"'{PROG} stop' stops it", file=sys.stderr)
+        return USAGE_ERROR
+    _setup_logging(layout)
+    if not estimate.fits:
+        logging.getLogger("runner").warning("--force: %s", estimate.refusal())
+    config_path = resolve_config_path(args.config)
+    supervisor = Supervisor(
+        config, plan, guard, once=args.once,
+        config_path=str(config_path.absolute()) if config_path else None,
+        command=[sys.executable, "-m", "runner", *sys.argv[1:]],
+    )
+    try:
+        return supervisor.run()
+    finally:
+        pidfile.release()
+
+
+# --- status and stop ------------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
+    from runner.status import collect_status, render_status
+
+    status = collect_status(DataLayout(config.data_dir))
+    print(json.dumps(status, indent=1, default=str) if args.json else render_status(status))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace, config: CollectorConfig) -> int:
+    from runner.pidfile import running_pid
+
+    layout = DataLayout(config.data_dir)
+    pid = running_pid(layout.runner_pidfile)
+    if pid is None:
+        print(f"no runner is running on {config.data_dir}", file=sys.stderr)
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + config.stop_timeout + 15
+    while running_pid(layout.runner_pidfile) is not None:
+        if time.time() > deadline:
+            print(f"{PROG}: runner pid {pid} is still running after SIGTERM", file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    print(f"stopped runner pid {pid}")
+    return 0

@@ -1,0 +1,313 @@
+"""The supervisor: pre-forks workers, runs their rounds, restarts what dies, stops cleanly.
+
+Memory is what limits a 2 GB box, so the runner imports Scrapy, Twisted, lxml and the project
+once, freezes that heap (``gc.freeze()``, so the children's garbage collector never touches the
+shared pages and copy-on-write keeps them shared), then forks each worker. A worker runs one
+round and exits; the next round is a fresh fork after ``round_interval``: weeks of running don't
+accumulate leaks. The parent never starts a reactor, thread or socket.
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import logging
+import os
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.memory import MemoryGuard
+from runner.plan import Plan, WorkerSlot
+from runner.worker import run_worker
+from scraper.config import CollectorConfig
+from scraper.layout import DataLayout
+
+logger = logging.getLogger("runner")
+
+BACKOFF_START = 1.0
+BACKOFF_MAX = 300.0
+FAILURES_BEFORE_GIVING_UP = 5
+TICK = 1.0
+"""The loop wakes at least this often: a stop is never delayed by more than this."""
+STATUS_INTERVAL = 2.0
+
+PRELOAD_MODULES = (
+    "scrapy.cmdline", "scrapy.crawler", "scrapy.core.engine", "scrapy.core.scheduler",
+    "scrapy.core.downloader.handlers.http11", "scrapy.http", "scrapy.selector",
+    "scrapy.linkextractors", "scrapy.downloadermiddlewares.retry",
+    "scrapy.downloadermiddlewares.robotstxt", "scrapy.extensions.throttle",
+    "scrapy.pipelines", "scrapy.spidermiddlewares.depth", "twisted.internet.asyncioreactor",
+    "twisted.web.client", "lxml.html", "parsel", "protego", "sqlite3", "psutil",
+    "scraper.settings", "spiders.trending", "spiders.search", "spiders.docs",
+    "pipelines.contenthash", "pipelines.itemstore", "scraper.spidermiddlewares.deltafetch",
+    "scraper.downloadermiddlewares.githubauth", "scraper.extensions.workerstate",
+    "scraper.extensions.logrotate", "scraper.commands.crawl",
+)
+
+
+def preload() -> None:
+    """Import everything a worker needs, once, then freeze it for copy-on-write sharing."""
+    import importlib
+
+    for name in PRELOAD_MODULES:
+        importlib.import_module(name)
+    assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
+    gc.collect()
+    gc.freeze()
+
+
+@dataclass
+class SlotState:
+    """What the supervisor knows of one planned worker."""
+
+    slot: WorkerSlot
+    state: str = "starting"  # starting / running / sleeping / restarting / failed / done
+    pid: int | None = None
+    rounds: int = 0
+    failures: int = 0  # in a row
+    restarts: int = 0
+    next_start: float = 0.0
+    round_started: float | None = None
+    last_exit: str | None = None
+    last_error: str | None = None
+    items_total: int = 0
+    peak_pss_mb: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "spider": self.slot.spider, "shard": str(self.slot.shard), "slug": self.slot.slug,
+            "state": self.state, "pid": self.pid, "rounds": self.rounds,
+            "failures": self.failures, "restarts": self.restarts,
+            "next_round_at": self.next_start if self.state in ("sleeping", "restarting")
+            else None,
+            "round_started_at": self.round_started, "last_exit": self.last_exit,
+            "last_error": self.last_error, "items_total": self.items_total,
+        }
+
+
+def describe_exit(status: int) -> tuple[bool, str]:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return False, f"killed by {signal.Signals(sig).name}"
+    code = os.waitstatus_to_exitcode(status)
+    return code == 0, f"exit {code}"
+
+
+class Supervisor:
+    def __init__(self, config: CollectorConfig, plan: Plan, guard: MemoryGuard, *,
+                 once: bool, config_path: str | None, command: list[str]) -> None:
+        self.config = config
+        self.plan = plan
+        self.guard = guard
+        self.once = once
+        self.config_path = config_path
+        self.command = command
+        self.layout = DataLayout(config.data_dir)
+        self.slots = [SlotState(slot) for slot in plan.slots]
+        self.by_pid: dict[int, SlotState] = {}
+        self.stopping = False
+        self.force = False
+        self.started_at = time.time()
+        self.memory_warned = False
+        self._last_status = 0.0
+
+    # --- signals -------------------------------------------------------------------------------
+
+    def _install_signals(self) -> None:
+        self.wakeup = os.pipe()
+        for fd in self.wakeup:
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(self.wakeup[1])
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_stop)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd does the waking
+
+    def _on_stop(self, signum: int, frame: Any) -> None:
+        if self.stopping and signum == signal.SIGINT:
+            self.force = True
+        self.stopping = True
+
+    def _sleep(self, seconds: float) -> None:
+        try:
+            ready, _, _ = select.select([self.wakeup[0]], [], [], max(0.0, seconds))
+        except InterruptedError:
+            return
+        if ready:
+            try:
+                while os.read(self.wakeup[0], 512):
+                    pass
+            except BlockingIOError:
+                pass
+
+    # --- main loop ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self._install_signals()
+        logger.info("%s", self.plan.describe())
+        while not self.stopping:
+            self._reap()
+            if self.once and all(s.state in ("done", "failed") for s in self.slots):
+                break
+            self._start_due()
+            self._write_status_if_due()
+            self._sleep(min([TICK] + [max(0.0, s.next_start - time.time()) for s in self.slots
+                                      if s.state in ("starting", "sleeping", "restarting")]))
+        if self.stopping:
+            self._stop_workers()
+        self._write_status(force=True)
+        return self._exit_code()
+
+    def _start_due(self) -> None:
+        now = time.time()
+        for state in self.slots:
+            if state.state in ("starting", "sleeping", "restarting") and state.next_start <= now:
+                if self.guard.low_memory():
+                    if not self.memory_warned:
+                        logger.warning("available memory below 10%% of the budget: delaying new "
+                                       "workers until it recovers")
+                        self.memory_warned = True
+                    return
+                self.memory_warned = False
+                self._fork(state)
+
+    def _fork(self, state: SlotState) -> None:
+        log_path = self.layout.log_file(state.slot.spider, state.slot.shard)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        parent = os.getpid()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            run_worker(state.slot, parent, self.config_path, str(log_path), self.wakeup)
+        state.pid = pid
+        state.state = "running"
+        state.round_started = time.time()
+        self.by_pid[pid] = state
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            state = self.by_pid.pop(pid, None)
+            if state is not None:
+                self._finished(state, status)
+
+    def _finished(self, state: SlotState, status: int) -> None:
+        ok, how = describe_exit(status)
+        state.pid = None
+        state.last_exit = how
+        worker = self._read_worker_state(state)
+        if worker:
+            state.items_total += int(worker.get("items") or 0)
+            state.peak_pss_mb = max(state.peak_pss_mb, float(worker.get("pss_mb") or 0))
+            if worker.get("last_error"):
+                state.last_error = worker["last_error"]
+        if self.stopping:
+            state.state = "stopped"
+            return
+        if ok:
+            state.rounds += 1
+            state.failures = 0
+            state.state = "done" if self.once else "sleeping"
+            state.next_start = time.time() + self.config.round_interval
+            self._record_memory()
+            return
+        state.failures += 1
+        state.last_error = f"{how}" + (f"; {state.last_error}" if state.last_error else "")
+        if state.failures >= FAILURES_BEFORE_GIVING_UP:
+            state.state = "failed"
+            logger.error("%s %s failed %d times in a row (%s): giving up on it",
+                         state.slot.spider, state.slot.shard, state.failures, how)
+            return
+        delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (state.failures - 1))
+        state.state = "restarting"
+        state.restarts += 1
+        state.next_start = time.time() + delay
+        logger.warning("%s %s ended (%s); restarting in %.0f s", state.slot.spider,
+                       state.slot.shard, how, delay)
+
+    def _read_worker_state(self, state: SlotState) -> dict[str, Any] | None:
+        import json
+
+        path = self.layout.worker_state(state.slot.spider, state.slot.shard)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        # Only this round's file counts, not one left by an earlier round.
+        started = state.round_started or 0
+        return data if data.get("started_at", 0) >= started - 1 else None
+
+    def _record_memory(self) -> None:
+        samples = [int(s.peak_pss_mb * 1024 * 1024) for s in self.slots if s.peak_pss_mb]
+        if len(samples) == len(self.slots):
+            self.guard.record_worker_pss(samples)
+
+    # --- stopping ---------------------------------------------------------------------------------
+
+    def _stop_workers(self) -> None:
+        logger.info("stopping: SIGTERM to %d workers", len(self.by_pid))
+        self._write_status(force=True)
+        self._signal_all(signal.SIGTERM)
+        deadline = time.time() + self.config.stop_timeout
+        while self.by_pid and time.time() < deadline and not self.force:
+            self._reap()
+            self._sleep(min(0.2, max(0.0, deadline - time.time())))
+        if self.by_pid:
+            logger.warning("SIGKILL to %d workers still running", len(self.by_pid))
+            self._signal_all(signal.SIGKILL)
+            while self.by_pid:
+                try:
+                    pid, status = os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+                state = self.by_pid.pop(pid, None)
+                if state:
+                    self._finished(state, status)
+        for state in self.slots:
+            if state.state not in ("failed", "done"):
+                state.state = "stopped"
+
+    def _signal_all(self, sig: int) -> None:
+        for pid in list(self.by_pid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+            except OSError as exc:
+                if exc.errno != errno.ESRCH:
+                    raise
+
+    def _exit_code(self) -> int:
+        if not self.once or self.stopping:
+            return 0
+        failed = [s for s in self.slots if s.state != "done"]
+        for s in failed:
+            print(f"failed: {s.slot.spider} {s.slot.shard}: {s.last_error or s.last_exit}",
+                  file=sys.stderr)
+        return 1 if failed else 0
+
+    # --- status -----------------------------------------------------------------------------------
+
+    def _write_status_if_due(self) -> None:
+        if time.time() - self._last_status >= STATUS_INTERVAL:
+            self._write_status()
+
+    def _write_status(self, force: bool = False) -> None:
+        from runner.status import write_runner_status
+
+        self._last_status = time.time()
+        try:
+            write_runner_status(self)
+        except OSError as exc:
+            logger.warning("cannot write status: %s", exc)

@@ -1,0 +1,109 @@
+"""A worker's live state for the runner's ``status``: ``state/workers/{spider}-{i}of{N}.json``.
+
+Written every ``WORKER_STATE_INTERVAL`` seconds and at close, by atomic replace, so a reader never
+sees half a file. Holds Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS)
+and the last error logged, the same whether the spider runs by hand or under the runner.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from scrapy import signals
+from scrapy.crawler import Crawler
+from twisted.internet import task
+
+from scraper.layout import DataLayout
+
+MB = 1024 * 1024
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Replace ``path`` with ``data`` in one rename; readers see the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class LastErrorHandler(logging.Handler):
+    """Remembers the last ERROR-level message, for ``status``'s "last error" column."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.last = record.getMessage().splitlines()[0][:300]
+        except Exception:
+            self.last = record.msg if isinstance(record.msg, str) else None
+
+
+class WorkerState:
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.layout = DataLayout(crawler.settings["COLLECTOR_DATA_DIR"])
+        self.interval = interval
+        self.loop = task.LoopingCall(self.write)
+        self.errors = LastErrorHandler()
+        self.started_at = time.time()
+        self.process = psutil.Process()
+        self.finished: str | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WorkerState:
+        extension = cls(crawler, crawler.settings.getfloat("WORKER_STATE_INTERVAL"))
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self) -> None:
+        logging.getLogger().addHandler(self.errors)
+        self.path = self.layout.worker_state(self.crawler.spider.name, self.crawler.spider.shard)
+        self.write()
+        self.loop.start(self.interval, now=False)
+
+    def spider_closed(self, reason: str) -> None:
+        self.finished = reason
+        if self.loop.running:
+            self.loop.stop()
+        self.write()
+        logging.getLogger().removeHandler(self.errors)
+
+    def snapshot(self) -> dict[str, Any]:
+        stats = self.crawler.stats.get_stats()
+        spider = self.crawler.spider
+        try:
+            memory = self.process.memory_full_info()
+            uss, pss = memory.uss, getattr(memory, "pss", memory.uss)
+        except psutil.Error:
+            uss = pss = 0
+        return {
+            "spider": spider.name,
+            "shard": str(spider.shard),
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "updated_at": time.time(),
+            "finished": self.finished,
+            "items": stats.get("item_scraped_count", 0),
+            "dropped": stats.get("item_dropped_count", 0),
+            "pages": stats.get("response_received_count", 0),
+            "errors": stats.get("log_count/ERROR", 0),
+            "last_error": self.errors.last,
+            "uss_mb": round(uss / MB, 1),
+            "pss_mb": round(pss / MB, 1),
+            "stats": {k: v for k, v in stats.items() if isinstance(v, int | float | str)},
+        }
+
+    def write(self) -> None:
+        try:
+            write_json_atomic(self.path, self.snapshot())
+        except OSError as exc:  # a full disk must not take the crawl down with it
+            logging.getLogger(__name__).warning("cannot write %s: %s", self.path, exc)

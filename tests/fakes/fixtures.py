@@ -1,0 +1,69 @@
+"""pytest fixtures for the fake servers; import them into a conftest.py.
+
+    from tests.fakes.fixtures import fake_docs, fake_github  # noqa: F401
+
+Options can be passed by indirect parametrization::
+
+    @pytest.mark.parametrize("fake_github", [{"search_limit": 5}], indirect=True)
+
+or several differently configured servers started with the ``*_factory`` fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .launcher import FakeServer, start_fake_docs, start_fake_github
+
+
+def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return dict(getattr(request, "param", None) or {})
+
+
+@pytest.fixture
+def fake_github(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeServer]:
+    server = start_fake_github(tmp_path / "fake-github", **_options(request))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeServer]:
+    server = start_fake_docs(tmp_path / "fake-docs", **_options(request))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _factory(
+    start: Callable[..., FakeServer], directory: Path
+) -> Iterator[Callable[..., FakeServer]]:
+    started: list[FakeServer] = []
+
+    def make(**options: Any) -> FakeServer:
+        server = start(directory, **options)
+        started.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def fake_github_factory(tmp_path: Path) -> Iterator[Callable[..., FakeServer]]:
+    yield from _factory(start_fake_github, tmp_path / "fake-github")
+
+
+@pytest.fixture
+def fake_docs_factory(tmp_path: Path) -> Iterator[Callable[..., FakeServer]]:
+    yield from _factory(start_fake_docs, tmp_path / "fake-docs")

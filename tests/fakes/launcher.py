@@ -1,0 +1,149 @@
+"""Start the fake servers as subprocesses and talk to their ``/_stats`` and ``/_control``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 5.0
+
+# The fakes live on loopback; an http_proxy in the environment must never intercept them.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class FakeServer:
+    """A started fake server process.
+
+    ``urls`` is the port-file JSON: ``{"web", "api", "pid"}`` for GitHub, ``{"url", "pid"}``
+    for docs.
+    """
+
+    def __init__(self, name: str, process: subprocess.Popen[bytes], urls: dict, log: Path):
+        self.name = name
+        self.process = process
+        self.urls = urls
+        self.log = log
+
+    def __repr__(self) -> str:
+        return f"<FakeServer {self.name} pid={self.process.pid} {self.urls}>"
+
+    def __enter__(self) -> FakeServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll()
+
+    def url(self, app: str | None = None) -> str:
+        """Base URL of ``app`` ("web", "api"); the docs URL or the GitHub API by default."""
+        if app is None:
+            app = "url" if "url" in self.urls else "api"
+        return self.urls[app]
+
+    def _call(self, app: str | None, path: str, payload: dict | None = None) -> dict:
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(self.url(app) + path, data=data)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with _OPENER.open(request, timeout=10) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")
+            raise RuntimeError(f"{self.name} {path}: HTTP {exc.code}: {detail}") from exc
+
+    def stats(self, app: str | None = None) -> dict:
+        """``GET /_stats`` (both GitHub apps share one state, so ``app`` rarely matters)."""
+        return self._call(app, "/_stats")
+
+    def control(self, app: str | None = None, **changes: Any) -> dict:
+        """``POST /_control`` with ``changes`` as the JSON object; returns the new config."""
+        return self._call(app, "/_control", changes)
+
+    def stop(self) -> None:
+        """SIGTERM, wait, SIGKILL if it does not go."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _argv(options: dict[str, Any]) -> list[str]:
+    argv: list[str] = []
+    for key, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    return argv
+
+
+def _start(module: str, tmp_path: Path | str, options: dict[str, Any]) -> FakeServer:
+    directory = Path(tmp_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    # Unique names let one test start several servers in the same tmp_path.
+    stem = f"fake-{module}-{uuid.uuid4().hex[:8]}"
+    port_file = directory / f"{stem}.json"
+    log = directory / f"{stem}.stderr"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    argv = [sys.executable, "-m", f"tests.fakes.{module}", "--port-file", str(port_file)]
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            argv + _argv(options),
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while True:
+        if port_file.exists():
+            return FakeServer(module, process, json.loads(port_file.read_text()), log)
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"fake {module} exited with {process.returncode}:\n{log.read_text()}"
+            )
+        if time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            raise RuntimeError(
+                f"fake {module} did not start within {STARTUP_TIMEOUT_S}s:\n{log.read_text()}"
+            )
+        time.sleep(0.02)
+
+
+def start_fake_github(tmp_path: Path | str, **options: Any) -> FakeServer:
+    """Options are the CLI flags with underscores: ``web_host``, ``api_host``,
+    ``search_limit``, ``search_window``, ``core_limit``, ``core_window``, ``rate_status``,
+    ``latency_ms``, ``jitter``, ``trending_fixtures``.
+
+    The API listens on 127.0.0.3 unless told otherwise, so that web and API are different
+    hosts (separate Scrapy download slots, and a redirect between them crosses hosts).
+    """
+    options = {"web_host": "127.0.0.1", "api_host": "127.0.0.3", **options}
+    return _start("github", tmp_path, options)
+
+
+def start_fake_docs(tmp_path: Path | str, **options: Any) -> FakeServer:
+    """Options: ``host`` (127.0.0.2), ``sites``, ``pages``, ``page_kb``, ``latency_ms``,
+    ``jitter``."""
+    return _start("docs", tmp_path, options)
