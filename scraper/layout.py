@@ -21,6 +21,9 @@ from pathlib import Path
 from scraper.sharding import Shard
 
 
+DELTAFETCH_DB_NAME = "deltafetch.sqlite"
+
+
 def worker_slug(spider: str, shard: Shard) -> str:
     """``docs-1of4``: names a spider-shard's log, stores and state files."""
     return f"{spider}-{shard.slug}"
@@ -57,7 +60,11 @@ class DataLayout:
         return self.logs_dir / "runner.log"
 
     def deltafetch_db(self, spider: str, shard: Shard) -> Path:
-        return self.state_dir / "deltafetch" / worker_slug(spider, shard) / "deltafetch.sqlite"
+        return self.deltafetch_dir / worker_slug(spider, shard) / DELTAFETCH_DB_NAME
+
+    @property
+    def deltafetch_dir(self) -> Path:
+        return self.state_dir / "deltafetch"
 
     def contenthash_db(self, spider: str, shard: Shard) -> Path:
         return self.state_dir / "contenthash" / f"{worker_slug(spider, shard)}.sqlite"

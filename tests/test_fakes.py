@@ -199,6 +199,7 @@ def test_primary_limit_per_identity_and_resource(github: FakeServer) -> None:
     assert headers["X-RateLimit-Remaining"] == "0" and headers["X-RateLimit-Used"] == "5"
     assert json.loads(body)["message"].startswith("API rate limit exceeded")
     assert "documentation_url" in json.loads(body)
+    reset = int(headers["X-RateLimit-Reset"])
 
     # Other identities and the core resource have budgets of their own.
     assert fetch(url, {"Authorization": "Bearer bob"})[0] == 200
@@ -211,7 +212,6 @@ def test_primary_limit_per_identity_and_resource(github: FakeServer) -> None:
     assert search == {"limit": 5, "used": 5, "remaining": 0, "reset": search["reset"]}
     assert rate_headers["X-RateLimit-Resource"] == "core"
 
-    reset = int(headers["X-RateLimit-Reset"])
     time.sleep(max(0.0, reset - time.time()) + 0.05)
     status, headers, _ = fetch(url, auth)
     assert status == 200 and headers["X-RateLimit-Remaining"] == "4"

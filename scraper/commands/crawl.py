@@ -62,6 +62,10 @@ class Command(ScrapyCrawlCommand):
         # Project priority: below the spider's own settings and below -s on the command line.
         self.settings.set("COLLECTOR_DATA_DIR", str(config.data_dir), priority="project")
         self.settings.set("LOG_FILE", str(log_file), priority="project")
+        # Absolute, so scrapy-deltafetch never needs scrapy.cfg to find its directory (workers
+        # run wherever the runner was started); our subclass keeps one store per shard in it.
+        self.settings.set("DELTAFETCH_DIR", str(self.layout.deltafetch_dir),
+                          priority="project")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         label = f"{self.spider_name} {self.shard}"

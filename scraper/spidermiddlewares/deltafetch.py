@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -30,7 +31,8 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy_deltafetch.middleware import DeltaFetch
 
-from scraper.layout import DataLayout
+from scraper.layout import DELTAFETCH_DB_NAME as DB_NAME
+from scraper.layout import worker_slug
 from scraper.stores.sqlite import SqliteMapping, move_aside
 
 logger = logging.getLogger(__name__)
@@ -46,14 +48,14 @@ class ShardedDeltaFetch(DeltaFetch):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ShardedDeltaFetch:
         middleware = super().from_crawler(crawler)
-        middleware.layout = DataLayout(crawler.settings["COLLECTOR_DATA_DIR"])
         middleware._pending: dict[int, bytes] = {}
         crawler.signals.connect(middleware.item_passed, signal=signals.item_scraped)
         crawler.signals.connect(middleware.item_passed, signal=signals.item_dropped)
         return middleware
 
     def spider_opened(self, spider: Spider) -> None:
-        path = self.layout.deltafetch_db(spider.name, spider.shard)
+        # DELTAFETCH_DIR is {data_dir}/state/deltafetch (set by `scrapy crawl`): one store per shard.
+        path = Path(self.dir) / worker_slug(spider.name, spider.shard) / DB_NAME
         if (self.reset or getattr(spider, "deltafetch_reset", False)) and path.exists():
             logger.warning("DELTAFETCH_RESET: moved %s aside to %s", path, move_aside(path).name)
         self.db = SqliteMapping(path, kind=STORE_KIND)

@@ -246,7 +246,7 @@ class FakeProcess:
                     "app": app_name,
                     "method": request.method,
                     "path": request.path,
-                    "query": request.query_string,
+                    "query": request.rel_url.raw_query_string,
                     "status": status,
                     "auth": "Authorization" in request.headers,
                     "identity": None,

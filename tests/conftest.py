@@ -1,0 +1,16 @@
+"""Shared fixtures: the fake servers, and a collector wired to them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fixtures import *  # noqa: F403 - fake_github, fake_docs and their factories
+from tests.support import Collector
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Collector:
+    """A data dir and config under tmp_path; ``collector.configure(...)`` points it anywhere."""
+    return Collector(tmp_path / "collector")

@@ -1,0 +1,106 @@
+"""Running the collector's real commands from tests: ``scrapy crawl`` and ``python -m runner``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCRAPY = [sys.executable, "-m", "scrapy"]
+RUNNER = [sys.executable, "-m", "runner"]
+
+FAST_SETTINGS = {
+    # Loopback servers need no politeness; keeps the suite fast.
+    "AUTOTHROTTLE_ENABLED": False,
+    "DOWNLOAD_DELAY": 0,
+    "RETRY_TIMES": 2,
+}
+
+
+class Collector:
+    """One collector home: ``collector.yaml`` and its ``data_dir``."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        home.mkdir(parents=True, exist_ok=True)
+        self.config_path = home / "collector.yaml"
+        self.data_dir = home / "data"
+
+    def configure(self, *, github: Any = None, docs_urls: list[str] | None = None,
+                  **top: Any) -> Path:
+        """Write collector.yaml; ``github`` is a FakeServer (or None), docs_urls the start URLs."""
+        config: dict[str, Any] = {"data_dir": str(self.data_dir), "round_interval": 1}
+        spiders: dict[str, Any] = top.pop("spiders", {})
+        if github is not None:
+            config["github"] = {"web_url": github.url("web"), "api_url": github.url("api"),
+                                "web_min_interval": 0}
+        if docs_urls is not None:
+            spiders.setdefault("docs", {})["start_urls"] = docs_urls
+        for name in ("trending", "search", "docs"):
+            section = spiders.setdefault(name, {})
+            section["settings"] = {**FAST_SETTINGS, **section.get("settings", {})}
+        config["spiders"] = spiders
+        for key, value in top.items():
+            if isinstance(value, dict) and isinstance(config.get(key), dict):
+                config[key].update(value)
+            else:
+                config[key] = value
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return self.config_path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_TOKEN")}
+        env["COLLECTOR_CONFIG"] = str(self.config_path)
+        env.update(extra)
+        return env
+
+    def crawl(self, spider: str, shard: str | None = None, *args: str, timeout: float = 120,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        argv = [*SCRAPY, "crawl", spider]
+        if shard is not None:
+            argv += ["-a", f"shard={shard}"]
+        return subprocess.run([*argv, *args], cwd=REPO_ROOT, env=env or self.env(),
+                              capture_output=True, text=True, timeout=timeout)
+
+    def start_crawl(self, spider: str, shard: str | None = None,
+                    env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        argv = [*SCRAPY, "crawl", spider] + (["-a", f"shard={shard}"] if shard else [])
+        return subprocess.Popen(argv, cwd=REPO_ROOT, env=env or self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def runner(self, *args: str, timeout: float = 180,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*RUNNER, *args], cwd=self.home, env=env or self.env(),
+                              capture_output=True, text=True, timeout=timeout)
+
+    def start_runner(self, *args: str, env: dict[str, str] | None = None
+                     ) -> subprocess.Popen[str]:
+        return subprocess.Popen([*RUNNER, *args], cwd=self.home, env=env or self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def item_files(self, spider: str) -> list[Path]:
+        return sorted((self.data_dir / "items" / spider).glob("*.jsonl"))
+
+    def items(self, spider: str) -> list[dict[str, Any]]:
+        rows = []
+        for path in self.item_files(spider):
+            with open(path, encoding="utf-8") as handle:
+                rows.extend(json.loads(line) for line in handle)
+        return rows
+
+    def log(self, spider: str, shard: str = "0/1") -> str:
+        i, n = shard.split("/")
+        path = self.data_dir / "logs" / f"{spider}-{i}of{n}.log"
+        return path.read_text(encoding="utf-8") if path.exists() else ""
+
+    def stats(self, spider: str, shard: str = "0/1") -> dict[str, Any]:
+        """The worker's last Scrapy stats, from its state file."""
+        i, n = shard.split("/")
+        path = self.data_dir / "state" / "workers" / f"{spider}-{i}of{n}.json"
+        return json.loads(path.read_text())["stats"]

@@ -1,0 +1,270 @@
+"""The runner end to end: real forks of real `scrapy crawl` workers against the fake servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from runner.plan import allocate
+from tests.support import Collector
+
+SEARCH_QUERIES = ["few", "alpha stars:>10", "beta"]
+TRENDING = {"languages": ["", "python"], "periods": ["daily", "weekly"]}
+
+
+def configure_all(collector: Collector, github: Any, docs: Any, **top: Any) -> None:
+    sites = [f"{docs.url()}/site{k}/" for k in range(3)]
+    collector.configure(github=github, docs_urls=sites, spiders={
+        "trending": dict(TRENDING),
+        "search": {"queries": SEARCH_QUERIES, "per_page": 50},
+        "docs": {"max_pages_per_site": 200},
+    }, **top)
+
+
+def hashes(collector: Collector, spider: str) -> set[str]:
+    return {item["content_hash"] for item in collector.items(spider)}
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> Any:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def status_json(collector: Collector) -> dict[str, Any]:
+    result = collector.runner("status", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def running_worker_pids(collector: Collector) -> list[int]:
+    status = collector.data_dir / "state" / "status.json"
+    try:
+        workers = json.loads(status.read_text())["workers"]
+    except (OSError, ValueError):
+        return []
+    return [w["pid"] for w in workers if w["state"] == "running" and w["pid"]]
+
+
+def test_allocate_largest_remainder_with_caps() -> None:
+    assert allocate(20, {"docs": 2, "trending": 1, "search": 1},
+                    {"docs": 50, "trending": 50, "search": 50}) == {
+        "docs": 10, "trending": 5, "search": 5}
+    # search has only 4 queries: its surplus goes to the others
+    assert allocate(20, {"docs": 2, "trending": 1, "search": 1},
+                    {"docs": 50, "trending": 50, "search": 4}) == {
+        "docs": 11, "trending": 5, "search": 4}
+    # nobody can use more than their entries: the rest is not started
+    assert allocate(20, {"docs": 2, "trending": 1, "search": 1},
+                    {"docs": 2, "trending": 3, "search": 1}) == {
+        "docs": 2, "trending": 3, "search": 1}
+    assert allocate(5, {"docs": 0, "trending": 1, "search": 1},
+                    {"docs": 9, "trending": 9, "search": 9})["docs"] == 0
+
+
+@pytest.mark.timeout(240)
+def test_once_with_six_workers_equals_unsharded_crawls(
+        tmp_path: Path, fake_github: Any, fake_docs: Any) -> None:
+    sharded = Collector(tmp_path / "sharded")
+    configure_all(sharded, fake_github, fake_docs)
+    result = sharded.runner("--workers", "6", "--once")
+    assert result.returncode == 0, result.stderr
+    assert "plan: docs 3 (0/3..2/3), trending 2, search 1 — 6 workers" in result.stdout
+
+    plain = Collector(tmp_path / "plain")
+    configure_all(plain, fake_github, fake_docs)
+    for spider in ("trending", "search", "docs"):
+        done = plain.crawl(spider)
+        assert done.returncode == 0, done.stderr
+        expected = hashes(plain, spider)
+        assert expected, f"the unsharded {spider} crawl collected nothing"
+        assert hashes(sharded, spider) == expected, spider
+        # each shard wrote its own files, and no item is in two shards
+        shards = {item["shard"] for item in sharded.items(spider)}
+        assert len(shards) == {"docs": 3, "trending": 2, "search": 1}[spider]
+        assert len(sharded.items(spider)) == len(expected)
+
+    status = status_json(sharded)
+    assert [w["state"] for w in status["workers"]] == ["done"] * 6
+    assert status["totals"]["items"] == sum(len(hashes(plain, s)) for s in
+                                            ("trending", "search", "docs"))
+
+
+@pytest.mark.timeout(240)
+def test_killed_worker_is_restarted_and_its_shard_completes(
+        tmp_path: Path, fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=2, pages=40, latency_ms=60)
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)],
+                        spiders={"docs": {"settings": {"CONCURRENT_REQUESTS": 2}}})
+    runner = collector.start_runner("--workers", "2", "--once", "--spiders", "docs")
+    try:
+        pids = wait_for(lambda: len(running_worker_pids(collector)) == 2
+                        and running_worker_pids(collector), 30, "two running workers")
+        victim = pids[0]
+        wait_for(lambda: collector.item_files("docs") or list(
+            (collector.data_dir / "items" / "docs").glob("*.part")), 30, "a first item")
+        os.kill(victim, signal.SIGKILL)
+        out, err = runner.communicate(timeout=180)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, err
+    status = status_json(collector)
+    assert sum(w["restarts"] for w in status["workers"]) >= 1
+    assert all(w["state"] == "done" for w in status["workers"])
+    assert "killed by SIGKILL" in (collector.data_dir / "logs" / "runner.log").read_text()
+
+    plain = Collector(tmp_path / "plain")
+    plain.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)])
+    assert plain.crawl("docs").returncode == 0
+    assert hashes(collector, "docs") == hashes(plain, "docs")
+
+
+def integrity_ok(path: Path) -> bool:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
+@pytest.mark.timeout(180)
+def test_sigterm_mid_round_stops_everything_and_stores_open(
+        tmp_path: Path, fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=4, pages=60, latency_ms=150)
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(4)], stop_timeout=8)
+    runner = collector.start_runner("--workers", "4", "--spiders", "docs")
+    try:
+        pids = wait_for(lambda: len(running_worker_pids(collector)) == 4
+                        and running_worker_pids(collector), 30, "four running workers")
+        wait_for(lambda: list((collector.data_dir / "items" / "docs").glob("*.part")), 30,
+                 "items being written")
+        started = time.time()
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(timeout=8 + 10)
+        took = time.time() - started
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0
+    assert took < 8 + 5
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    stores = list((collector.data_dir / "state").rglob("*.sqlite"))
+    assert len(stores) >= 8  # deltafetch + contenthash per worker
+    assert all(integrity_ok(store) for store in stores)
+    for path in collector.item_files("docs"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            json.loads(line)
+    # every round that was stopped closed its file: no .part left behind
+    assert not list((collector.data_dir / "items" / "docs").glob("*.part"))
+
+
+@pytest.mark.timeout(120)
+def test_sigkilled_runner_takes_its_workers_along(tmp_path: Path, fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=2, pages=60, latency_ms=200)
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)])
+    runner = collector.start_runner("--workers", "2", "--spiders", "docs")
+    try:
+        pids = wait_for(lambda: len(running_worker_pids(collector)) == 2
+                        and running_worker_pids(collector), 30, "two running workers")
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=10)
+        wait_for(lambda: not any(psutil.pid_exists(p) for p in pids), 5,
+                 "the orphaned workers to end")
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+
+
+def test_memory_guard_refuses_an_oversized_plan(collector: Collector) -> None:
+    collector.configure(docs_urls=[f"http://127.0.0.2:9/site{k}/" for k in range(120)])
+    result = collector.runner("--workers", "100", "--memory-budget", "2G", "--spiders", "docs")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "refusing 100 workers" in lines[0]
+    assert "2.0 GB" in lines[0]
+    assert "largest safe --workers is" in lines[0]
+    assert "Traceback" not in result.stderr
+    assert not (collector.data_dir / "state" / "runner.pid").exists()
+
+
+@pytest.mark.timeout(120)
+def test_second_runner_is_refused_and_status_shows_workers(
+        tmp_path: Path, fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=2, pages=30, latency_ms=100)
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)],
+                        round_interval=300)
+    first = collector.start_runner("--workers", "2", "--spiders", "docs")
+    try:
+        wait_for(lambda: len(running_worker_pids(collector)) == 2, 30, "two running workers")
+        second = collector.runner("--workers", "2", "--spiders", "docs")
+        assert second.returncode == 2
+        assert f"pid {first.pid}" in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+
+        status = status_json(collector)
+        assert status["runner"]["alive"] is True
+        assert status["runner"]["pid"] == first.pid
+        assert [w["slug"] for w in status["workers"]] == ["docs-0of2", "docs-1of2"]
+        assert {w["state"] for w in status["workers"]} <= {"running", "sleeping"}
+        assert status["totals"]["workers_planned"] == 2
+        text = collector.runner("status", "--config", str(collector.config_path))
+        assert text.returncode == 0
+        assert "docs-0of2" in text.stdout and "docs-1of2" in text.stdout
+        assert "workers up" in text.stdout
+
+        # `stop` ends the runner through its pidfile
+        stopped = collector.runner("stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert first.wait(timeout=5) == 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert status_json(collector)["runner"]["alive"] is False
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--workers", "0"], "--workers"),
+    (["--workers", "x"], "'x' is not a whole number"),
+    (["--workers", "2", "--spiders", "docs,nope"], "'nope' is not a spider"),
+    (["--workers", "2", "--memory-budget", "2X"], "'2X' is not a size"),
+    (["--workers", "2", "--bogus"], "--bogus"),
+    (["status", "--nope"], "--nope"),
+    ([], "--workers"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(collector: Collector, args: list[str],
+                                               needle: str) -> None:
+    collector.configure()
+    result = collector.runner(*args)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_errors_are_one_line_and_exit_2(collector: Collector) -> None:
+    collector.config_path.write_text("round_interval: soon\n")
+    for args in (["--workers", "2"], ["status"], ["stop"]):
+        result = collector.runner(*args)
+        assert result.returncode == 2
+        assert result.stderr.strip().endswith(
+            "round_interval: 'soon' is not a duration such as 90, 45s, 30m, 12h or 7d")
+        assert len(result.stderr.strip().splitlines()) == 1
