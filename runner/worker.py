@@ -12,6 +12,7 @@ import signal
 import sys
 
 from runner.plan import WorkerSlot
+from scraper.extensions.shutdowngate import hold_shutdown_signals
 
 PR_SET_PDEATHSIG = 1
 
@@ -40,6 +41,7 @@ def run_worker(slot: WorkerSlot, parent_pid: int, config_path: str | None, log_p
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
+        hold_shutdown_signals()  # until Scrapy can stop gracefully: see ShutdownGate
         os.setpgid(0, 0)  # a ^C in the runner's terminal reaches the runner, which stops us
         if config_path:
             os.environ["COLLECTOR_CONFIG"] = config_path

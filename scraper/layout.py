@@ -20,7 +20,6 @@ from pathlib import Path
 
 from scraper.sharding import Shard
 
-
 DELTAFETCH_DB_NAME = "deltafetch.sqlite"
 
 

@@ -25,6 +25,7 @@ EXTENSIONS = {
     "scrapy.extensions.remote_control.RemoteControl": None,
     "scraper.extensions.logrotate.LogRotation": 0,
     "scraper.extensions.workerstate.WorkerState": 0,
+    "scraper.extensions.shutdowngate.ShutdownGate": 0,
 }
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory

@@ -104,3 +104,41 @@ class Collector:
         i, n = shard.split("/")
         path = self.data_dir / "state" / "workers" / f"{spider}-{i}of{n}.json"
         return json.loads(path.read_text())["stats"]
+
+    # --- added for the crawl/store tests ---------------------------------------------------------
+
+    def start_crawl_args(self, spider: str, shard: str | None = None, *args: str,
+                         env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """Like :meth:`start_crawl`, with extra command-line arguments (``-s KEY=VALUE``…)."""
+        argv = [*SCRAPY, "crawl", spider] + (["-a", f"shard={shard}"] if shard else [])
+        return subprocess.Popen([*argv, *args], cwd=REPO_ROOT, env=env or self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    @staticmethod
+    def wait_all(procs: list[subprocess.Popen[str]], timeout: float = 120
+                 ) -> list[subprocess.CompletedProcess[str]]:
+        """Wait for processes started together; a hung one is killed and reported."""
+        done = []
+        for proc in procs:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                err += f"\n[killed after {timeout}s]"
+            done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+        return done
+
+    def worker_state(self, spider: str, shard: str = "0/1") -> dict[str, Any]:
+        """The whole state file of a spider-shard (pid, started_at, updated_at, stats…)."""
+        i, n = shard.split("/")
+        path = self.data_dir / "state" / "workers" / f"{spider}-{i}of{n}.json"
+        return json.loads(path.read_text())
+
+    def items_by_file(self, spider: str) -> dict[str, list[dict[str, Any]]]:
+        """Item lines per visible ``.jsonl`` file name."""
+        result = {}
+        for path in self.item_files(spider):
+            with open(path, encoding="utf-8") as handle:
+                result[path.name] = [json.loads(line) for line in handle]
+        return result

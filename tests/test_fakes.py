@@ -258,9 +258,13 @@ def test_web_secondary_limit(github: FakeServer) -> None:
     assert status == 429 and int(headers["Retry-After"]) in (29, 30)
     assert b"You have exceeded a secondary rate limit" in body
     assert fetch(search_url(github, q="x"))[0] == 200  # the API is not affected
+    time.sleep(1.1)  # past the grace for requests already in flight: this one ignored the pause
+    assert fetch(github.url("web") + "/trending?since=weekly")[0] == 429
     github.control(web_secondary={"seconds": 0})
     assert fetch(github.url("web") + "/trending")[0] == 200
-    assert github.stats()["secondary_violations_by_app"] == {"api": 0, "web": 1}
+    stats = github.stats()
+    assert stats["secondary_violations_by_app"] == {"api": 0, "web": 2}
+    assert stats["secondary_violations"] == 2 and stats["secondary_ignored"] == 1
 
 
 def test_bad_credentials_and_fault_queries(github: FakeServer) -> None:
@@ -334,9 +338,17 @@ def test_stats_shape_and_concurrency(github: FakeServer) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert time.monotonic() - started >= 0.27
+    assert time.monotonic() - started >= 0.25
     stats = github.stats()
     assert stats["max_concurrency"] >= 4 and stats["max_concurrency_by_app"]["api"] >= 4
+
+
+@pytest.mark.parametrize("fake_github", [{"rate_status": 429, "search_limit": 1}], indirect=True)
+def test_fixture_options_reach_the_cli(fake_github: FakeServer) -> None:
+    assert fake_github.control()["rate_status"] == 429
+    assert fetch(search_url(fake_github, q="x"))[0] == 200
+    status, headers, _ = fetch(search_url(fake_github, q="x"))
+    assert status == 429 and headers["X-RateLimit-Limit"] == "1"
 
 
 def test_control_rejects_unknown_keys(github: FakeServer) -> None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from scrapy import Request, Spider, signals
@@ -54,7 +54,7 @@ class ShardedDeltaFetch(DeltaFetch):
         return middleware
 
     def spider_opened(self, spider: Spider) -> None:
-        # DELTAFETCH_DIR is {data_dir}/state/deltafetch (set by `scrapy crawl`): one store per shard.
+        # DELTAFETCH_DIR is {data_dir}/state/deltafetch (set by scrapy crawl): a store per shard.
         path = Path(self.dir) / worker_slug(spider.name, spider.shard) / DB_NAME
         if (self.reset or getattr(spider, "deltafetch_reset", False)) and path.exists():
             logger.warning("DELTAFETCH_RESET: moved %s aside to %s", path, move_aside(path).name)

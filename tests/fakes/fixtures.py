@@ -19,6 +19,8 @@ import pytest
 
 from .launcher import FakeServer, start_fake_docs, start_fake_github
 
+__all__ = ["fake_docs", "fake_docs_factory", "fake_github", "fake_github_factory"]
+
 
 def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
     return dict(getattr(request, "param", None) or {})

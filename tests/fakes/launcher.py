@@ -29,7 +29,7 @@ class FakeServer:
     for docs.
     """
 
-    def __init__(self, name: str, process: subprocess.Popen[bytes], urls: dict, log: Path):
+    def __init__(self, name: str, process: subprocess.Popen[bytes], urls: dict, log: Path) -> None:
         self.name = name
         self.process = process
         self.urls = urls
