@@ -8,6 +8,7 @@ cut off. Only the spider-shard's own files are touched, and only while it holds 
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -18,7 +19,10 @@ from typing import IO, Any
 import scrapy
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
+from scrapy.utils.defer import deferred_from_coro
 
+from scraper.diskspace import DISK_FULL_REASON, is_disk_full
 from scraper.layout import DataLayout, worker_slug
 
 logger = logging.getLogger(__name__)
@@ -48,23 +52,48 @@ class JsonLinesItemStore:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         final = _unused(directory / f"{prefix}-{stamp}.jsonl")
         self.part_path = final.with_name(final.name + PART_SUFFIX)
-        self.file = open(self.part_path, "xb")  # noqa: SIM115 - open for the whole round
+        self.file = open(self.part_path, "xb", buffering=0)  # noqa: SIM115 - the whole round
+        self.good_size = 0
 
     def process_item(self, item: scrapy.Item) -> scrapy.Item:
-        line = json.dumps(ItemAdapter(item).asdict(), ensure_ascii=False) + "\n"
-        assert self.file is not None
-        self.file.write(line.encode("utf-8"))
-        # Flushed per item: what the OS has survives a kill -9 of this process.
-        self.file.flush()
+        if self.file is None:  # the round is closing: the disk filled up
+            raise DropItem("not written: the data disk is full", log_level="DEBUG")
+        line = (json.dumps(ItemAdapter(item).asdict(), ensure_ascii=False) + "\n").encode()
+        try:
+            # One unbuffered write per line: what the OS has survives a kill -9 of this process.
+            written = os.write(self.file.fileno(), line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, "short write", str(self.part_path))
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            self._disk_full(exc)
+            raise DropItem("not written: the data disk is full", log_level="DEBUG") from None
+        self.good_size += len(line)
         self.count += 1
         self.crawler.stats.inc_value("itemstore/written")
         return item
 
+    def _disk_full(self, exc: OSError) -> None:
+        """Cut any torn line, keep every whole one, and end the round."""
+        assert self.file is not None
+        os.ftruncate(self.file.fileno(), self.good_size)  # frees space: never fails for ENOSPC
+        logger.error("disk full: cannot write items to %s (%s); closing this round, %d items "
+                     "kept", self.part_path, exc.strerror or exc, self.count)
+        self.crawler.stats.inc_value("itemstore/disk_full")
+        self._close_file()
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=DISK_FULL_REASON))
+
     def close_spider(self) -> None:
+        self._close_file()
+
+    def _close_file(self) -> None:
         if self.file is None or self.part_path is None:
             return
-        self.file.flush()
-        os.fsync(self.file.fileno())
+        try:
+            os.fsync(self.file.fileno())
+        except OSError as exc:  # the lines are in the page cache already; the rename still counts
+            logger.warning("fsync %s: %s", self.part_path, exc)
         self.file.close()
         if self.count:
             final = self.part_path.with_name(self.part_path.name[: -len(PART_SUFFIX)])
@@ -76,7 +105,7 @@ class JsonLinesItemStore:
 
 
 def _unused(path: Path) -> Path:
-    """``path``, or ``path`` with ``-1``, ``-2``… when a round in the same second already used it."""
+    """``path``, or with ``-1``, ``-2``… when a round in the same second already used it."""
     candidate, n = path, 1
     while candidate.exists() or candidate.with_name(candidate.name + PART_SUFFIX).exists():
         candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")

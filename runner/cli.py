@@ -149,6 +149,8 @@ def _setup_logging(layout: DataLayout) -> None:
     root.addHandler(to_file)
     root.addHandler(to_stderr)
     root.propagate = False
+    # On a full disk the log line is lost; a traceback on stderr would help nobody.
+    logging.raiseExceptions = False
 
 
 def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
@@ -168,10 +170,9 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     budget, source = memory_budget(args.memory_budget or config.memory_budget)
     guard = MemoryGuard(layout.state_dir / "memory.json", budget, source)
     estimate = guard.estimate(plan.total)
-    if not estimate.fits:
-        if not args.force:
-            print(f"{PROG}: {estimate.refusal()}", file=sys.stderr)
-            return USAGE_ERROR
+    if not estimate.fits and not args.force:
+        print(f"{PROG}: {estimate.refusal()}", file=sys.stderr)
+        return USAGE_ERROR
     pidfile = PidFile(layout.runner_pidfile)
     try:
         pidfile.acquire()

@@ -7,6 +7,7 @@ readable even when the runner is gone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -38,6 +39,7 @@ def write_runner_status(supervisor: Supervisor) -> None:
             "round_interval": supervisor.config.round_interval,
             "once": supervisor.once,
             "memory_budget": supervisor.guard.budget,
+            "disk_full_since": supervisor.disk_full_since,
         },
         "workers": [state.as_dict() for state in supervisor.slots],
     })
@@ -54,10 +56,8 @@ def data_size(root: Path) -> int:
     total = 0
     for directory, _, files in os.walk(root):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(directory, name)).st_blocks * 512
-            except OSError:
-                pass
     return total
 
 
@@ -117,6 +117,9 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"runner NOT RUNNING (last pid {runner.get('pid')}) — {runner['plan']}")
     else:
         lines.append("runner has never run with this data_dir")
+    if runner.get("alive") and runner.get("disk_full_since"):
+        lines.append(f"DISK FULL for {_ago(time.time() - runner['disk_full_since'])}: no "
+                     "workers start until space is freed under data_dir")
     header = f"{'worker':<14} {'state':<10} {'pid':>7} {'rnd':>4} {'items':>11} {'pages':>6} " \
              f"{'MB':>5} {'next':>5}  last error"
     lines.append(header)

@@ -24,7 +24,15 @@ from runner.memory import MemoryGuard
 from runner.plan import Plan, WorkerSlot
 from runner.worker import run_worker
 from scraper.config import CollectorConfig
+from scraper.diskspace import (
+    DISK_FULL_EXIT,
+    RESUME_FREE_BYTES,
+    START_FREE_BYTES,
+    DiskReserve,
+    free_bytes,
+)
 from scraper.layout import DataLayout
+from scraper.units import format_size
 
 logger = logging.getLogger("runner")
 
@@ -34,6 +42,8 @@ FAILURES_BEFORE_GIVING_UP = 5
 TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
 STATUS_INTERVAL = 2.0
+WAITING_STATES = ("starting", "sleeping", "restarting", "disk_full")
+"""Slot states that fork a worker once ``next_start`` is due."""
 
 PRELOAD_MODULES = (
     "scrapy.cmdline", "scrapy.crawler", "scrapy.core.engine", "scrapy.core.scheduler",
@@ -83,8 +93,7 @@ class SlotState:
             "spider": self.slot.spider, "shard": str(self.slot.shard), "slug": self.slot.slug,
             "state": self.state, "pid": self.pid, "rounds": self.rounds,
             "failures": self.failures, "restarts": self.restarts,
-            "next_round_at": self.next_start if self.state in ("sleeping", "restarting")
-            else None,
+            "next_round_at": self.next_start if self.state in WAITING_STATES else None,
             "round_started_at": self.round_started, "last_exit": self.last_exit,
             "last_error": self.last_error, "items_total": self.items_total,
         }
@@ -114,6 +123,8 @@ class Supervisor:
         self.force = False
         self.started_at = time.time()
         self.memory_warned = False
+        self.disk_full_since: float | None = None
+        self.reserve = DiskReserve(self.layout.state_dir / "disk-reserve")
         self._last_status = 0.0
 
     # --- signals -------------------------------------------------------------------------------
@@ -149,6 +160,7 @@ class Supervisor:
 
     def run(self) -> int:
         self._install_signals()
+        self.reserve.ensure()
         logger.info("%s", self.plan.describe())
         while not self.stopping:
             self._reap()
@@ -157,24 +169,50 @@ class Supervisor:
             self._start_due()
             self._write_status_if_due()
             self._sleep(min([TICK] + [max(0.0, s.next_start - time.time()) for s in self.slots
-                                      if s.state in ("starting", "sleeping", "restarting")]))
+                                      if s.state in WAITING_STATES]))
         if self.stopping:
             self._stop_workers()
         self._write_status(force=True)
         return self._exit_code()
 
+    def _disk_has_room(self) -> bool:
+        """False while the data disk is full; logs the change both ways, once."""
+        free = free_bytes(self.layout.root)
+        needed = RESUME_FREE_BYTES if self.disk_full_since else START_FREE_BYTES
+        if free >= needed:
+            if self.disk_full_since:
+                logger.warning("disk space is back (%s free): resuming workers",
+                               format_size(free))
+                self.disk_full_since = None
+                self.reserve.ensure()
+            return True
+        self._disk_full()
+        return False
+
+    def _disk_full(self) -> None:
+        if self.disk_full_since:
+            return
+        self.disk_full_since = time.time()
+        self.reserve.release()  # room to write status.json and this log line
+        logger.error("disk full: %s has %s free; no new workers until %s are free",
+                     self.layout.root, format_size(free_bytes(self.layout.root)),
+                     format_size(RESUME_FREE_BYTES))
+        self._write_status(force=True)
+
     def _start_due(self) -> None:
         now = time.time()
-        for state in self.slots:
-            if state.state in ("starting", "sleeping", "restarting") and state.next_start <= now:
-                if self.guard.low_memory():
-                    if not self.memory_warned:
-                        logger.warning("available memory below 10%% of the budget: delaying new "
-                                       "workers until it recovers")
-                        self.memory_warned = True
-                    return
-                self.memory_warned = False
-                self._fork(state)
+        due = [s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now]
+        if due and not self._disk_has_room():
+            return
+        for state in due:
+            if self.guard.low_memory():
+                if not self.memory_warned:
+                    logger.warning("available memory below 10%% of the budget: delaying new "
+                                   "workers until it recovers")
+                    self.memory_warned = True
+                return
+            self.memory_warned = False
+            self._fork(state)
 
     def _fork(self, state: SlotState) -> None:
         log_path = self.layout.log_file(state.slot.spider, state.slot.shard)
@@ -214,6 +252,13 @@ class Supervisor:
                 state.last_error = worker["last_error"]
         if self.stopping:
             state.state = "stopped"
+            return
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == DISK_FULL_EXIT:
+            # Not the worker's fault: wait for space, then run the round again.
+            state.state = "disk_full"
+            state.last_error = "disk full"
+            state.next_start = time.time()
+            self._disk_full()
             return
         if ok:
             state.rounds += 1

@@ -193,7 +193,7 @@ def _read_text(path: Path) -> str:
 
 
 def parse_config(text: str, label: str, base_dir: Path | None = None) -> CollectorConfig:
-    """Validate YAML ``text``; ``label`` names the file in messages, ``base_dir`` anchors data_dir."""
+    """Validate YAML ``text``; ``label`` names the file, ``base_dir`` anchors data_dir."""
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:

@@ -1,7 +1,7 @@
 """Every Scrapy setting the collector changes, and every default of its own components.
 
 Spider-specific defaults live in each spider's ``custom_settings``; the user's per-spider
-``settings:`` mapping in ``collector.yaml`` is applied over them, and ``-s KEY=VALUE`` wins over all.
+``settings:`` mapping in ``collector.yaml`` is applied over them; ``-s KEY=VALUE`` wins over all.
 """
 
 BOT_NAME = "hubcollect"
@@ -30,7 +30,7 @@ EXTENSIONS = {
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 
-# --- logs: {data_dir}/logs/{spider}-{i}of{N}.log, set per spider-shard by `scrapy crawl` -----------
+# --- logs: {data_dir}/logs/{spider}-{i}of{N}.log, set per spider-shard by `scrapy crawl` ---------
 LOG_LEVEL = "INFO"
 LOG_FILE_APPEND = True
 LOG_MAX_BYTES = 10 * 1024 * 1024
@@ -43,20 +43,20 @@ SPIDER_MIDDLEWARES = {
     "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch": 100,
 }
 
-# --- GitHub: the token only ever goes to the API host ---------------------------------------------
+# --- GitHub: the token only ever goes to the API host --------------------------------------------
 DOWNLOADER_MIDDLEWARES = {
     # A redirect is a new request that passes the whole chain again: every hop is checked here.
     "scraper.downloadermiddlewares.githubauth.GitHubAuthMiddleware": 950,
 }
 
-# --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ ------------------
+# --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ -----------------
 ITEM_PIPELINES = {
     "pipelines.contenthash.ContentHashPipeline": 100,
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
 DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"  # duplicates are the normal case on every later round
 
-# --- politeness and robustness ---------------------------------------------------------------------
+# --- politeness and robustness -------------------------------------------------------------------
 ROBOTSTXT_OBEY = False  # the GitHub spiders; the docs spider obeys robots.txt
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4

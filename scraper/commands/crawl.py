@@ -8,15 +8,26 @@ processes, so ``scrapy crawl docs -a shard=0/4`` by hand is exactly a worker.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import NoReturn
 
+from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.crawler import Crawler
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.config import ConfigError, load_config
+from scraper.diskspace import (
+    DISK_FULL_EXIT,
+    DISK_FULL_REASON,
+    START_FREE_BYTES,
+    free_bytes,
+    is_disk_full,
+)
 from scraper.layout import DataLayout
 from scraper.sharding import UNSHARDED, Shard, ShardError
+from scraper.units import format_size
 from scraper.workerlock import WorkerLockedError, acquire_worker_lock
 from spiders.base import SPIDER_ARGUMENTS
 
@@ -32,6 +43,8 @@ def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
 
 
 class Command(ScrapyCrawlCommand):
+    finish_reason: str | None = None
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         assert self.settings is not None
@@ -69,10 +82,30 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         label = f"{self.spider_name} {self.shard}"
+        free = free_bytes(self.layout.root)
+        if free < START_FREE_BYTES:
+            fail(f"disk full: {self.layout.root} has {format_size(free)} free; not starting "
+                 f"{label}", DISK_FULL_EXIT)
         try:
             acquire_worker_lock(self.layout.worker_lock(self.spider_name, self.shard), label)
         except WorkerLockedError as exc:
             fail(str(exc), ALREADY_RUNNING)
+        except OSError as exc:
+            if is_disk_full(exc):
+                fail(f"disk full: cannot write under {self.layout.root}", DISK_FULL_EXIT)
+            raise
         if sys.stderr.isatty() and self.settings.get("LOG_FILE"):
             print(f"{label}: logging to {self.settings['LOG_FILE']}", file=sys.stderr)
+        # On a full disk a log line can't be written: drop it rather than print a traceback.
+        logging.raiseExceptions = False
         super().run(args, opts)
+        if self.finish_reason == DISK_FULL_REASON:
+            self.exitcode = DISK_FULL_EXIT
+
+    def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
+        crawler = super()._create_crawler(spidercls)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        return crawler
+
+    def _spider_closed(self, reason: str) -> None:
+        self.finish_reason = reason

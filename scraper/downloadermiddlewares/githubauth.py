@@ -39,4 +39,5 @@ class GitHubAuthMiddleware:
             request.headers.pop(b"Authorization", None)
 
     def __repr__(self) -> str:  # never the token, whoever prints the middleware list
-        return f"<GitHubAuthMiddleware api={self.api_origin[1]} token={'set' if self._authorization else 'none'}>"
+        token = "set" if self._authorization else "none"
+        return f"<GitHubAuthMiddleware api={self.api_origin[1]} token={token}>"

@@ -35,6 +35,8 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         return _connect(path, kind, version, schema)
+    except sqlite3.OperationalError:
+        raise  # locked, disk full, I/O error: the file may be fine, never move it aside
     except (sqlite3.DatabaseError, StoreError) as exc:
         aside = move_aside(path)
         logger.error("store %s is unusable (%s); moved aside to %s, starting a new one",
