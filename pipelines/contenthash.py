@@ -11,8 +11,8 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem
 
+from scraper.exceptions import DuplicateItem
 from scraper.items import content_hash
 from scraper.layout import DataLayout
 from scraper.stores.sqlite import SqliteMapping
@@ -51,7 +51,7 @@ class ContentHashPipeline:
         key = bytes.fromhex(digest)
         if digest in self.in_flight or key in self.store:
             self.stats.inc_value("contenthash/dropped")
-            raise DropItem(f"content already collected ({digest[:12]})", log_level="DEBUG")
+            raise DuplicateItem(f"content already collected ({digest[:12]})", log_level="DEBUG")
         self.in_flight.add(digest)
         return item
 
