@@ -18,6 +18,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from runner.cron import register as register_install_cron
+from runner.size import register as register_size
+from runner.watchdog import register as register_watchdog
 from scraper.config import (
     SPIDER_NAMES,
     CollectorConfig,
@@ -30,6 +33,7 @@ from scraper.units import SIZE_HELP, parse_size
 
 USAGE_ERROR = 2
 PROG = "python -m runner"
+MAX_WORKERS = 10_000
 
 
 class UsageError(Exception):
@@ -50,6 +54,8 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if value > MAX_WORKERS:  # the plan's arithmetic is float: 10**400 would overflow it
+        raise argparse.ArgumentTypeError(f"{text!r} must be at most {MAX_WORKERS}")
     return value
 
 
@@ -111,6 +117,10 @@ def build_parser() -> OneLineParser:
 
 # Subcommands added by other modules: (name, register(parser, add_config_option)).
 EXTRA_COMMANDS: list[tuple[str, Callable[..., None]]] = []
+# Operations (issue 6): what cron runs, and what installs it.
+EXTRA_COMMANDS.append(("watchdog", register_watchdog))
+EXTRA_COMMANDS.append(("size", register_size))
+EXTRA_COMMANDS.append(("install-cron", register_install_cron))
 
 
 def _with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]:

@@ -1,0 +1,510 @@
+"""Operations end to end: the watchdog, the size monitor, webhooks, install-cron, the scripts.
+
+Real runners against the fake docs server. A runner the watchdog restarts is detached (its own
+session, reparented to init), so every test that starts one cleans up by pid at the end.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import http.server
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from runner.pidfile import running_pid
+from runner.restart import stop_runner
+from scraper.layout import DataLayout
+from tests.support import REPO_ROOT, RUNNER, Collector
+
+MB = 1024 * 1024
+SCRIPTS = REPO_ROOT / "scripts"
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Ops:
+    """A collector home plus the runner processes to clean up, however they were started."""
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+        self.layout = DataLayout(collector.data_dir)
+        self.pids: set[int] = set()
+        self.started: list[subprocess.Popen[str]] = []
+
+    def env(self) -> dict[str, str]:
+        env = self.collector.env()
+        for name in PROXY_VARS:  # the webhook server is on loopback
+            env.pop(name, None)
+        return env
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        done = self.collector.runner(*args, timeout=timeout, env=self.env())
+        self.remember_runner()
+        return done
+
+    def start_runner(self, workers: int = 2, **env: str) -> subprocess.Popen[str]:
+        proc = self.collector.start_runner("--workers", str(workers), "--spiders", "docs",
+                                           env={**self.env(), **env})
+        self.started.append(proc)
+        self.pids.add(proc.pid)
+        wait_for(lambda: self.running_workers() == workers, 30, f"{workers} running workers")
+        return proc
+
+    def runner_pid(self) -> int | None:
+        return running_pid(self.layout.runner_pidfile)
+
+    def remember_runner(self) -> None:
+        pid = self.runner_pid()
+        if pid:
+            self.pids.add(pid)
+
+    def status(self) -> dict[str, Any]:
+        return json.loads(self.layout.status_file.read_text())
+
+    def running_workers(self) -> int:
+        try:
+            status = self.status()
+        except (OSError, ValueError):
+            return 0
+        if status["runner"]["pid"] != self.runner_pid():
+            return 0
+        return sum(1 for w in status["workers"]
+                   if w["state"] == "running" and w["pid"] and psutil.pid_exists(w["pid"]))
+
+    def cleanup(self) -> None:
+        self.remember_runner()
+        if self.runner_pid():
+            self.collector.runner("stop", timeout=60, env=self.env())
+        for pid in self.pids:
+            try:
+                process = psutil.Process(pid)
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    process.send_signal(signal.SIGCONT)
+                    process.kill()  # its workers follow (PR_SET_PDEATHSIG)
+            except psutil.Error:
+                pass
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+
+@pytest.fixture
+def ops(tmp_path: Path, fake_docs_factory: Any) -> Iterator[Ops]:
+    # Enough pages at enough latency that a first round lasts a few seconds.
+    docs = fake_docs_factory(sites=2, pages=40, latency_ms=100)
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)], stop_timeout=3,
+                        spiders={"docs": {"settings": {"CONCURRENT_REQUESTS": 2}}})
+    ops = Ops(collector)
+    try:
+        yield ops
+    finally:
+        ops.cleanup()
+
+
+class Webhook:
+    """A chat webhook on loopback: records each POSTed JSON body."""
+
+    def __init__(self) -> None:
+        self.received: list[Any] = []
+        received = self.received
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                received.append(json.loads(self.rfile.read(length)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/secret-token"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def texts(self) -> list[str]:
+        return [body["text"] for body in self.received]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def webhook() -> Iterator[Webhook]:
+    hook = Webhook()
+    try:
+        yield hook
+    finally:
+        hook.close()
+
+
+def configure_webhook(ops: Ops, url: str) -> None:
+    """Add ``notify.webhook_url`` to the collector's existing config."""
+    import yaml
+
+    path = ops.collector.config_path
+    config = yaml.safe_load(path.read_text())
+    config["notify"] = {"webhook_url": url}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/hook"
+
+
+# --- the watchdog -------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+def test_watchdog_silent_when_healthy_restarts_a_killed_runner_and_notifies(
+        ops: Ops, webhook: Webhook) -> None:
+    configure_webhook(ops, webhook.url)
+    first = ops.start_runner(workers=2)
+    healthy = ops.run("watchdog")
+    assert (healthy.returncode, healthy.stdout, healthy.stderr) == (0, "", "")
+
+    workers = [w["pid"] for w in ops.status()["workers"] if w["pid"]]
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    wait_for(lambda: not any(psutil.pid_exists(p) for p in workers), 10, "workers to die with it")
+
+    result = ops.run("watchdog")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "collector down: 0/2 workers (runner gone); restarting",
+        "collector restarted: 2 workers",
+    ]
+    assert result.stderr == ""
+    assert webhook.texts() == result.stdout.splitlines()
+
+    new = ops.runner_pid()
+    assert new and new != first.pid
+    assert os.getsid(new) == new  # detached: its own session, no terminal, survives cron
+    status = ops.status()
+    assert status["runner"]["pid"] == new
+    assert status["runner"]["command"][1:] == ["-m", "runner", "--workers", "2", "--spiders",
+                                               "docs"]
+    log = ops.layout.runner_log.read_text()
+    assert "[runner.watchdog] WARNING: collector down: 0/2 workers (runner gone)" in log
+    assert "secret-token" not in log
+
+    again = ops.run("watchdog")
+    assert (again.returncode, again.stdout) == (0, "")
+
+
+def hold_lock(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+@pytest.mark.timeout(90)
+def test_watchdog_restarts_a_runner_missing_workers(ops: Ops) -> None:
+    # Hold one spider-shard's lock: its worker exits at once, every time, and the runner's
+    # backoff keeps the slot "restarting" (then "failed") while the other one works.
+    lock = hold_lock(ops.layout.state_dir / "locks" / "docs-1of2.lock")
+    try:
+        proc = ops.collector.start_runner("--workers", "2", "--spiders", "docs", env=ops.env())
+        ops.started.append(proc)
+        ops.pids.add(proc.pid)
+
+        def slot_down_for_a_while() -> bool:
+            try:
+                slot = {w["slug"]: w for w in ops.status()["workers"]}["docs-1of2"]
+            except (OSError, ValueError, KeyError):
+                return False
+            # long enough for both of the watchdog's looks to find it down
+            return slot["state"] == "failed" or (
+                slot["state"] == "restarting" and slot["next_round_at"] - time.time() > 5)
+        wait_for(slot_down_for_a_while, 40, "a slot kept down by its lock")
+
+        watchdog = subprocess.Popen([*RUNNER, "watchdog"], cwd=ops.collector.home, env=ops.env(),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first_line = watchdog.stdout.readline() if watchdog.stdout else ""
+    finally:
+        os.close(lock)  # the restarted runner gets both slots
+    out, err = watchdog.communicate(timeout=60)
+    assert watchdog.returncode == 0, err
+    assert first_line == f"collector down: 1/2 workers (runner pid {proc.pid} alive); restarting\n"
+    assert out == "collector restarted: 2 workers\n"
+    proc.wait(timeout=10)  # the degraded runner was stopped: SIGTERM, and it exited
+    assert ops.runner_pid() not in (None, proc.pid)
+    ops.remember_runner()
+
+
+@pytest.mark.timeout(90)
+def test_watchdog_stops_and_restarts_a_hung_runner(ops: Ops) -> None:
+    # what only the old runner's environment has (a token, say): its successor must get it too
+    first = ops.start_runner(workers=2, HUBCOLLECT_TEST_SECRET="from-the-old-runner")
+    first.send_signal(signal.SIGSTOP)  # hung: alive, holding its pidfile, writing nothing
+    wait_for(lambda: psutil.Process(first.pid).status() == psutil.STATUS_STOPPED, 5, "SIGSTOP")
+    status = ops.status()
+    status["runner"]["updated_at"] = time.time() - 725
+    ops.layout.status_file.write_text(json.dumps(status))
+
+    result = ops.run("watchdog")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2, result.stdout
+    assert re.fullmatch(r"collector down: [0-2]/2 workers \(status stale 12m\); restarting",
+                        lines[0])
+    assert lines[1] == "collector restarted: 2 workers"
+    first.wait(timeout=5)  # the old runner is gone, not merely replaced in the pidfile
+    new = ops.runner_pid()
+    assert new not in (None, first.pid)
+    assert psutil.Process(new).environ()["HUBCOLLECT_TEST_SECRET"] == "from-the-old-runner"
+
+
+@pytest.mark.timeout(30)
+def test_stop_runner_sigkills_a_runner_that_ignores_sigterm(tmp_path: Path) -> None:
+    layout = DataLayout(tmp_path / "data")
+    code = ("import fcntl, os, signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "os.write(fd, str(os.getpid()).encode())\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(60)\n")
+    layout.state_dir.mkdir(parents=True)
+    stubborn = subprocess.Popen([sys.executable, "-c", code, str(layout.runner_pidfile)],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        assert stubborn.stdout and stubborn.stdout.readline() == "locked\n"
+        started = time.monotonic()
+        stop_runner(stubborn.pid, layout, stop_timeout=0)
+        assert stubborn.wait(timeout=5) == -signal.SIGKILL
+        assert 4.5 < time.monotonic() - started < 9
+        assert "SIGKILL" in layout.runner_log.read_text()
+    finally:
+        if stubborn.poll() is None:
+            stubborn.kill()
+        stubborn.communicate()
+
+
+def test_watchdog_without_any_runner_says_so_once(collector: Collector) -> None:
+    collector.configure()
+    result = collector.runner("watchdog")
+    assert result.returncode == 1
+    assert len(result.stdout.splitlines()) == 1
+    assert "no runner has ever run" in result.stdout
+    assert result.stderr == ""
+    bad = collector.runner("watchdog", "--min-workers", "0")
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and bad.stdout == ""
+
+
+# --- the size monitor, housekeeping, notifications ---------------------------------------------
+
+
+def grow(data_dir: Path, name: str, size: int) -> None:
+    (data_dir / "items").mkdir(parents=True, exist_ok=True)
+    # random bytes: a compressing or deduplicating filesystem must not hide them
+    (data_dir / "items" / name).write_bytes(os.urandom(size))
+
+
+def test_size_monitor_speaks_once_per_milestone(collector: Collector, webhook: Webhook) -> None:
+    collector.configure(notify={"webhook_url": webhook.url})
+    env = collector.env()
+    for name in PROXY_VARS:
+        env.pop(name, None)
+
+    def size(*extra: str) -> str:
+        result = collector.runner("size", "--every", "1MB", *extra, env=env)
+        assert (result.returncode, result.stderr) == (0, ""), result.stderr
+        return result.stdout
+
+    grow(collector.data_dir, "a", MB // 2)
+    assert size() == ""  # first run, below one step: nothing to say
+    grow(collector.data_dir, "b", MB)
+    assert re.fullmatch(r"data: [12] MB \(\+1 MB\) of 10 MB\n", size("--target", "10MB"))
+    assert size() == ""
+    assert size() == ""
+    grow(collector.data_dir, "c", MB // 4)
+    assert size() == ""  # still between 1 and 2 MB
+    grow(collector.data_dir, "d", 2 * MB)
+    third = size()
+    assert re.fullmatch(r"data: [34] MB \(\+2 MB\)\n", third)
+    assert size() == ""
+    assert (collector.data_dir / "state" / "size_mark").read_text().strip() == str(3 * MB)
+
+    # a dip below the mark (a checkpoint, a rotation) does not re-announce the milestone
+    (collector.data_dir / "items" / "c").unlink()
+    assert size() == ""
+    grow(collector.data_dir, "c", MB // 4)
+    assert size() == ""
+    assert len(webhook.texts()) == 2 and webhook.texts()[1] == third.strip()
+
+
+def test_size_monitor_removes_only_old_rotated_logs(collector: Collector) -> None:
+    collector.configure(logs_keep_days=3)
+    logs = collector.data_dir / "logs"
+    logs.mkdir(parents=True)
+    old = time.time() - 4 * 86400
+    names = ["docs-0of2.log", "docs-0of2.log.1", "docs-0of2.log.2", "runner.log.1",
+             "runner.log", "notes.log.txt"]
+    for name in names:
+        (logs / name).write_text("x\n")
+    for name in ["docs-0of2.log", "docs-0of2.log.2", "runner.log.1", "notes.log.txt"]:
+        os.utime(logs / name, (old, old))
+    result = collector.runner("size", "--every", "100MB")
+    assert (result.returncode, result.stdout) == (0, "")
+    assert sorted(p.name for p in logs.iterdir()) == [
+        "docs-0of2.log", "docs-0of2.log.1", "notes.log.txt", "runner.log"]
+
+
+def test_a_dead_webhook_changes_nothing_but_the_log(collector: Collector) -> None:
+    collector.configure(notify={"webhook_url": closed_port_url()})
+    grow(collector.data_dir, "a", 2 * MB)
+    started = time.monotonic()
+    result = collector.runner("size", "--every", "1MB")
+    assert time.monotonic() - started < 10
+    assert result.returncode == 0
+    assert re.fullmatch(r"data: \d MB \(\+2 MB\)\n", result.stdout)
+    assert result.stderr == ""
+    log = (collector.data_dir / "logs" / "runner.log").read_text()
+    assert "[runner.notify] WARNING: webhook POST to http://127.0.0.1:" in log
+
+
+@pytest.mark.parametrize("args", [
+    ["size", "--every", "10XB"],
+    ["size", "--every", "0"],
+    ["size", "--every", "1MB", "--target", "lots"],
+    ["size"],
+    ["install-cron", "--every", "1.5.G"],
+])
+def test_bad_sizes_are_one_line_and_exit_2(collector: Collector, args: list[str]) -> None:
+    collector.configure()
+    result = collector.runner(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("python -m runner: ")
+
+
+# --- install-cron and the scripts ---------------------------------------------------------------
+
+
+def test_install_cron_is_idempotent_and_keeps_other_lines(collector: Collector) -> None:
+    config = collector.configure()
+    crontab = collector.home / "crontab"
+    mine = "MAILTO=me@example.org\n0 3 * * * /usr/local/bin/backup --all\n"
+    crontab.write_text(mine)
+
+    first = collector.runner("install-cron", "--crontab-file", str(crontab), "--min-workers", "3")
+    assert first.returncode == 0, first.stderr
+    assert len(first.stdout.splitlines()) == 1
+    text = crontab.read_text()
+    assert text.startswith(mine)
+    block = text[len(mine):].splitlines()
+    assert block[1] == "# >>> hubcollect >>>" and block[-1] == "# <<< hubcollect <<<"
+    jobs = [line for line in block if not line.startswith("#") and line]
+    prefix = (f"*/5 * * * * cd {collector.home} && COLLECTOR_PYTHON={sys.executable} "
+              f"COLLECTOR_CONFIG={config}")
+    assert jobs == [f"{prefix} {SCRIPTS}/watchdog.sh --min-workers 3",
+                    f"{prefix} {SCRIPTS}/size_monitor.sh --every 100MB"]
+
+    again = collector.runner("install-cron", "--crontab-file", str(crontab), "--min-workers", "3")
+    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert crontab.read_text() == text
+
+    changed = collector.runner("install-cron", "--crontab-file", str(crontab), "--every", "1G",
+                               "--target", "20G")
+    assert changed.returncode == 0, changed.stderr
+    updated = crontab.read_text()
+    assert updated.count("# >>> hubcollect >>>") == 1 and updated.startswith(mine)
+    assert f"{prefix} {SCRIPTS}/watchdog.sh\n" in updated
+    assert f"{prefix} {SCRIPTS}/size_monitor.sh --every 1G --target 20G\n" in updated
+
+    dry = collector.runner("install-cron", "--crontab-file", str(crontab), "--dry-run",
+                           "--user", "collector")
+    assert dry.returncode == 0
+    assert crontab.read_text() == updated  # nothing written
+    assert dry.stdout.startswith(mine)
+    assert f"*/5 * * * * collector cd {collector.home}" in dry.stdout
+
+    damaged = collector.home / "damaged"
+    damaged.write_text("# >>> hubcollect >>>\n* * * * * true\n")
+    bad = collector.runner("install-cron", "--crontab-file", str(damaged))
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
+
+
+def test_the_cron_line_runs_with_crons_bare_environment(collector: Collector) -> None:
+    collector.configure()
+    grow(collector.data_dir, "a", 2 * MB)
+    crontab = collector.home / "crontab"
+    assert collector.runner("install-cron", "--crontab-file", str(crontab),
+                            "--every", "1MB").returncode == 0
+    line = next(line for line in crontab.read_text().splitlines() if "size_monitor.sh" in line)
+    command = line.split(" ", 5)[5]
+    # what cron gives a job: /bin/sh, $HOME as the directory, PATH=/usr/bin:/bin, little else
+    bare = {"PATH": "/usr/bin:/bin", "HOME": str(collector.home.parent), "SHELL": "/bin/sh"}
+    done = subprocess.run(["/bin/sh", "-c", command], cwd=collector.home.parent, env=bare,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"data: \d MB \(\+2 MB\)\n", done.stdout)
+    assert done.stderr == ""
+
+
+def test_scripts_pass_args_and_status_here_and_over_ssh(collector: Collector,
+                                                         tmp_path: Path) -> None:
+    collector.configure()
+    grow(collector.data_dir, "a", 2 * MB)
+    env = collector.env(COLLECTOR_PYTHON=sys.executable)
+    script = str(SCRIPTS / "size_monitor.sh")
+    bad = subprocess.run([script, "--every", "nope"], env=env, capture_output=True, text=True,
+                         cwd=collector.home, timeout=60)
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
+
+    # A fake ssh: records its arguments, then runs the remote command as sshd would.
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    calls = tmp_path / "ssh-calls"
+    (fake_bin / "ssh").write_text(
+        "#!/usr/bin/env bash\n"
+        f"printf '%s\\n' \"$@\" > {calls}\n"
+        'for last; do :; done\n'
+        'cd "$HOME" && exec bash -c "$last"\n')
+    (fake_bin / "ssh").chmod(0o755)
+    remote_env = {**env, "HOST": "box", "PATH": f"{fake_bin}:{env['PATH']}",
+                  "HOME": str(tmp_path)}
+    done = subprocess.run([script, "--every", "1MB"], env=remote_env, capture_output=True,
+                          text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"data: \d MB \(\+2 MB\)\n", done.stdout)
+    args = calls.read_text().splitlines()
+    assert args[:5] == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "box"]
+    assert args[5].startswith(f"cd {REPO_ROOT} && COLLECTOR_PYTHON=")
+
+    again = subprocess.run([script, "--every", "1MB"], env=remote_env, capture_output=True,
+                           text=True, cwd=tmp_path, timeout=60)
+    assert (again.returncode, again.stdout) == (0, "")
