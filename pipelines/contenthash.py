@@ -62,7 +62,13 @@ class ContentHashPipeline:
             self.store[bytes.fromhex(digest)] = item.get("collected_at") or ""
             self.stats.inc_value("contenthash/stored")
 
-    def item_failed(self, item: Any, **kwargs: Any) -> None:
-        """Not written after all (a later pipeline failed or dropped it): not collected."""
+    def item_failed(self, item: Any, exception: BaseException | None = None,
+                    **kwargs: Any) -> None:
+        """Not written after all (a later pipeline failed or dropped it): not collected.
+
+        A duplicate dropped here carries the hash of the copy still in flight: leave that one.
+        """
+        if isinstance(exception, DuplicateItem):
+            return
         if item.get("content_hash") in self.in_flight:
             self.in_flight.discard(item["content_hash"])

@@ -142,3 +142,18 @@ class Collector:
             with open(path, encoding="utf-8") as handle:
                 result[path.name] = [json.loads(line) for line in handle]
         return result
+
+    def update_config(self, changes: dict[str, Any]) -> Path:
+        """Deep-merge ``changes`` into the collector.yaml :meth:`configure` wrote."""
+
+        def merge(base: dict[str, Any], new: dict[str, Any]) -> None:
+            for key, value in new.items():
+                if isinstance(value, dict) and isinstance(base.get(key), dict):
+                    merge(base[key], value)
+                else:
+                    base[key] = value
+
+        config = yaml.safe_load(self.config_path.read_text()) or {}
+        merge(config, changes)
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return self.config_path

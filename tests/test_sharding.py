@@ -41,7 +41,7 @@ def test_parse_invalid(text: Any) -> None:
 
 
 def test_unsharded_is_0_of_1() -> None:
-    assert UNSHARDED == Shard(0, 1)
+    assert Shard(0, 1) == UNSHARDED
     assert UNSHARDED.select(list("abc")) == list("abc")
 
 
@@ -71,6 +71,11 @@ def test_shards_sort_by_index_within_count() -> None:
 
 
 # --- end to end ----------------------------------------------------------------------------------
+
+# Generous API limits on the fake and as the config's first guess: the shared GitHub budget
+# then never makes a test wait.
+FAKE_LIMITS = {"search_limit": 1000, "core_limit": 5000, "core_window": 60}
+LIMITS = {"search": {"limit": 1000, "window": 60}, "core": {"limit": 5000, "window": 60}}
 
 
 def run_sharded_and_unsharded(sharded: Collector, unsharded: Collector, spider: str,
@@ -140,11 +145,12 @@ def test_docs_shards_run_together_equal_the_unsharded_run(tmp_path, fake_docs_fa
 @pytest.mark.timeout(150)
 def test_search_shards_run_together_equal_the_unsharded_run(tmp_path, fake_github_factory
                                                             ) -> None:
-    github = fake_github_factory(search_limit=1000, latency_ms=5)
+    github = fake_github_factory(**FAKE_LIMITS, latency_ms=5)
     queries = ["few", "alpha", "beta", "gamma"]
     sharded, unsharded = Collector(tmp_path / "sharded"), Collector(tmp_path / "unsharded")
     for home in (sharded, unsharded):
         home.configure(github=github, spiders={"search": {"queries": queries}})
+        home.update_config({"github": {"limits": LIMITS}})
     run_sharded_and_unsharded(sharded, unsharded, "search", 2)
 
     whole = unsharded.items("search")
@@ -158,12 +164,13 @@ def test_search_shards_run_together_equal_the_unsharded_run(tmp_path, fake_githu
 @pytest.mark.timeout(150)
 def test_trending_shards_run_together_equal_the_unsharded_run(tmp_path, fake_github_factory
                                                               ) -> None:
-    github = fake_github_factory(latency_ms=5)
+    github = fake_github_factory(**FAKE_LIMITS, latency_ms=5)
     languages, periods = ["", "python", "rust"], ["daily", "weekly", "monthly"]
     sharded, unsharded = Collector(tmp_path / "sharded"), Collector(tmp_path / "unsharded")
     for home in (sharded, unsharded):
         home.configure(github=github, spiders={"trending": {"languages": languages,
                                                             "periods": periods}})
+        home.update_config({"github": {"limits": LIMITS}})
     run_sharded_and_unsharded(sharded, unsharded, "trending", 3)
 
     whole = unsharded.items("trending")

@@ -45,6 +45,12 @@ def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
 
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        # Scrapy's own parser errors (``-a shard`` without ``=``, ``-o`` without a value) and its
+        # UsageErrors go through parser.error: one line and exit 2 here, not a usage block.
+        parser.error = fail  # type: ignore[method-assign]
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         assert self.settings is not None
@@ -79,8 +85,11 @@ class Command(ScrapyCrawlCommand):
         # run wherever the runner was started); our subclass keeps one store per shard in it.
         self.settings.set("DELTAFETCH_DIR", str(self.layout.deltafetch_dir),
                           priority="project")
+        # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
+        # refused process must not write its start-up banner into the running worker's log.
+        self._claim_spider_shard()
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def _claim_spider_shard(self) -> None:
         label = f"{self.spider_name} {self.shard}"
         free = free_bytes(self.layout.root)
         if free < START_FREE_BYTES:
@@ -94,6 +103,9 @@ class Command(ScrapyCrawlCommand):
             if is_disk_full(exc):
                 fail(f"disk full: cannot write under {self.layout.root}", DISK_FULL_EXIT)
             raise
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        label = f"{self.spider_name} {self.shard}"
         if sys.stderr.isatty() and self.settings.get("LOG_FILE"):
             print(f"{label}: logging to {self.settings['LOG_FILE']}", file=sys.stderr)
         # On a full disk a log line can't be written: drop it rather than print a traceback.

@@ -1,0 +1,197 @@
+"""The ``docs`` spider end to end: real ``scrapy crawl docs`` against the fake docs host."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from collections import Counter
+
+import pytest
+
+from scraper.items import DocPageItem, content_hash
+from tests.fakes.docs import SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
+from tests.support import Collector
+
+PAGE_PATH = re.compile(r"^/site(\d+)/page(\d+)\.html$")
+# Link texts that appear only in the <nav> of every fake page.
+NAV_ONLY = ("Jump ahead", "Absolute link", "Section link", "Private area", "Outside the site",
+            "Write to us", "Manual (PDF)", "Sometimes broken")
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def request_counts(docs) -> Counter[str]:
+    """Requests the fake docs host answered, by path (query ignored)."""
+    return Counter(r["path"] for r in docs.stats()["requests"])
+
+
+def crawl_ok(collector: Collector, *args: str) -> dict:
+    result = collector.crawl("docs", None, *args, timeout=90)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return collector.stats("docs")
+
+
+@pytest.mark.timeout(90)
+def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector: Collector,
+                                                                      fake_docs_factory) -> None:
+    docs = fake_docs_factory(sites=3, pages=15)
+    base = docs.url()
+    # site2 exists and is linked from site1's pages, but is not a start URL.
+    collector.configure(docs_urls=[f"{base}/site0/", f"{base}/site1/"])
+    stats = crawl_ok(collector)
+    counts = request_counts(docs)
+
+    # Same host, under the start path only; robots.txt obeyed; nothing else.
+    for path in counts:
+        assert path == "/robots.txt" or re.match(r"^/site[01]/", path), path
+    assert counts["/robots.txt"] == 1
+    assert not any("private" in path for path in counts), "robots.txt Disallow ignored"
+    assert stats.get("robotstxt/forbidden", 0) or stats.get(
+        "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest", 0)
+    assert not any(path.endswith((".pdf", ".png")) for path in counts)
+    # Link cycles terminate, and no page is fetched twice.
+    for site in (0, 1):
+        for index in range(15):
+            assert counts[f"/site{site}/page{index}.html"] == 1, (site, index)
+        assert counts[f"/site{site}/"] == 1
+        assert counts[f"/site{site}/index.html"] == 1
+        # The flaky page answers 500 once, then succeeds on retry.
+        assert counts[f"/site{site}/flaky.html"] == 2
+    assert stats["retry/count"] >= 2
+
+    items = collector.items("docs")
+    urls = [item["url"] for item in items]
+    assert len(urls) == len(set(urls))
+    assert all(url.startswith((f"{base}/site0/", f"{base}/site1/")) for url in urls)
+    for site in (0, 1):
+        # /siteK/, /siteK/index.html and /siteK/page0.html are one page: one item.
+        front = [i for i in items
+                 if i["title"] and i["title"].endswith(f"Site {site} Docs, page 0")]
+        assert len(front) == 1, [i["url"] for i in front]
+        assert front[0]["url"] == f"{base}/site{site}/"
+        flaky = [i for i in items if i["url"] == f"{base}/site{site}/flaky.html"]
+        assert len(flaky) == 1 and flaky[0]["title"] == f"Flaky page of site {site}"
+        assert flaky[0]["text"] == "Recovered after an error. Back"
+    # 15 pages (page0 = the site root) + flaky, per site.
+    assert len(items) == 2 * 16
+    assert stats["contenthash/dropped"] >= 2
+    assert stats["item_scraped_count"] == len(items)
+
+    # Bodies came gzipped and were decoded.
+    assert stats["httpcompression/response_count"] >= 2 * 16
+
+    special = html.unescape(SPECIAL_SENTENCE)
+    for item in items:
+        assert set(item) == {"url", "title", "headings", "text", "spider", "shard",
+                             "collected_at", "content_hash"}
+        assert item["spider"] == "docs" and item["shard"] == "0/1"
+        assert ISO_UTC.match(item["collected_at"])
+        assert re.fullmatch(r"[0-9a-f]{64}", item["content_hash"])
+        text = item["text"]
+        assert SCRIPT_MARKER not in text and STYLE_MARKER not in text
+        for label in NAV_ONLY:
+            assert label not in text, (label, item["url"])
+        assert "  " not in text and text == text.strip()
+        if PAGE_PATH.match(item["url"][len(base):]) or item["url"].endswith("/"):
+            assert special in text  # entities unescaped, non-ASCII intact
+            assert item["headings"][0] == item["title"]
+            assert len(item["headings"]) > 1
+            assert "generation 0" not in text  # footer is not main text
+    assert any("Use a < b && c to" in item["text"] for item in items)  # <code>, unescaped
+    # UTF-8 in the file, not \u escapes.
+    raw = b"".join(path.read_bytes() for path in collector.item_files("docs"))
+    assert "naïve café — ünïcode".encode() in raw
+    assert b"\\u00ef" not in raw
+
+    log = collector.log("docs", "0/1")
+    assert "Spider closed (finished)" in log
+    assert (collector.data_dir / "logs" / "docs-0of1.log").is_file()
+
+
+def test_doc_content_hash_is_title_headings_text_not_url() -> None:
+    page = {"title": "T", "headings": ["T", "A"], "text": "T A body"}
+    a = DocPageItem(url="http://h/site0/", collected_at="1", shard="0/1", **page)
+    b = DocPageItem(url="http://h/site0/index.html", collected_at="2", shard="1/2", **page)
+    assert content_hash(a) == content_hash(b)
+    for field in page:
+        changed = {**page, field: ["B"] if field == "headings" else "B"}
+        assert content_hash(DocPageItem(url="http://h/site0/", **changed)) != content_hash(a)
+
+
+@pytest.mark.timeout(90)
+def test_max_pages_per_site_caps_each_site(collector: Collector, fake_docs_factory) -> None:
+    docs = fake_docs_factory(sites=2, pages=15)
+    collector.configure(docs_urls=[f"{docs.url()}/site0/", f"{docs.url()}/site1/"],
+                        spiders={"docs": {"max_pages_per_site": 4}})
+    stats = crawl_ok(collector)
+    counts = request_counts(docs)
+    for site in (0, 1):
+        pages = {p for p in counts if p.startswith(f"/site{site}/")}
+        assert 1 < len(pages) <= 4, pages
+        assert sum(1 for i in collector.items("docs") if f"/site{site}/" in i["url"]) <= 4
+    assert stats["docs/site_page_cap_reached"] >= 2
+
+
+@pytest.mark.timeout(120)
+def test_second_run_skips_known_pages_and_refresh_after_refetches(collector: Collector,
+                                                                  fake_docs_factory) -> None:
+    docs = fake_docs_factory(sites=2, pages=12)
+    start_urls = [f"{docs.url()}/site0/", f"{docs.url()}/site1/"]
+    collector.configure(docs_urls=start_urls)
+    first = crawl_ok(collector)
+    first_files = collector.items_by_file("docs")
+    first_items = sum(map(len, first_files.values()))
+    assert first_items == 2 * 13
+    after_first = request_counts(docs)
+
+    second = crawl_ok(collector)
+    after_second = request_counts(docs)
+    assert second["deltafetch/skipped"] > 0
+    assert not second.get("item_scraped_count") and not second.get("itemstore/written")
+    assert collector.items_by_file("docs") == first_files  # no new item file, no new line
+    for path, count in after_second.items():
+        if path in ("/site0/", "/site1/", "/robots.txt"):
+            # Start URLs are listing pages: read every round.
+            assert count == after_first[path] + 1, path
+        else:
+            # Every other page was fetched in the first run only.
+            assert count == after_first[path], path
+            expected = 2 if path.endswith("flaky.html") else 1  # 500, then the retry
+            assert count == expected, (path, count)
+    assert first["deltafetch/stored"] >= first_items
+
+    # refresh_after: once it has passed, the same pages are fetched again (content unchanged:
+    # no new items).
+    collector.configure(docs_urls=start_urls, spiders={"docs": {"refresh_after": "1s"}})
+    time.sleep(1.2)
+    third = crawl_ok(collector)
+    after_third = request_counts(docs)
+    refetched = [p for p in after_third if PAGE_PATH.match(p)
+                 and after_third[p] == after_second[p] + 1]
+    assert len(refetched) == 2 * 12, sorted(refetched)
+    assert not third.get("deltafetch/skipped")
+    assert not third.get("itemstore/written")
+    assert third["contenthash/dropped"] >= 2 * 12
+    assert collector.items_by_file("docs") == first_files
+
+
+@pytest.mark.timeout(90)
+def test_changed_pages_give_new_items_after_refresh(collector: Collector, fake_docs_factory
+                                                    ) -> None:
+    docs = fake_docs_factory(sites=1, pages=6)
+    collector.configure(docs_urls=[f"{docs.url()}/site0/"],
+                        spiders={"docs": {"refresh_after": "1s"}})
+    crawl_ok(collector)
+    first = collector.items("docs")
+    docs.control(generation=1)
+    time.sleep(1.2)
+    stats = crawl_ok(collector)
+    items = collector.items("docs")
+    new = items[len(first):]
+    # Every page changed (its footer too, but that is not content: the text did).
+    assert stats["itemstore/written"] == len(first) - 1  # flaky.html did not change
+    assert {i["content_hash"] for i in new}.isdisjoint(i["content_hash"] for i in first)
+    for line in (collector.data_dir / "items" / "docs").glob("*.jsonl"):
+        for raw in line.read_text(encoding="utf-8").splitlines():
+            json.loads(raw)

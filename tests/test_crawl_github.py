@@ -1,0 +1,459 @@
+"""The ``trending`` and ``search`` spiders end to end: real ``scrapy crawl`` against the fakes.
+
+Where the fake GitHub does not offer something (it does not record request headers, and a
+correct client never makes it answer 422), a small scripted loopback server stands in for the
+API or web host: it records every request with its headers and answers from a script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+
+from scraper.items import SearchRepoItem, TrendingRepoItem, content_hash
+from scraper.parsers.trending import parse_trending
+from tests.support import REPO_ROOT, Collector
+
+EXAMPLE_SEARCH = REPO_ROOT.parent / "shared/fixtures/github/api/search_repositories_example.json"
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+TOKEN = "secret-token"
+TRENDING_FIELDS = {"full_name", "owner", "name", "url", "description", "language", "stars",
+                   "forks", "period_stars", "period", "trending_language", "rank", "built_by",
+                   "spider", "shard", "collected_at", "content_hash"}
+SEARCH_FIELDS = {"id", "full_name", "html_url", "description", "language", "stargazers_count",
+                 "forks_count", "open_issues_count", "topics", "license", "created_at",
+                 "updated_at", "pushed_at", "archived", "query", "spider", "shard",
+                 "collected_at", "content_hash"}
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# The fake API's limits, generous so the shared GitHub budget never makes a test wait, and the
+# same numbers as the config's first guess (before any answer the budget paces by the guess).
+FAKE_LIMITS = {"search_limit": 1000, "core_limit": 5000, "core_window": 60}
+LIMITS = {"search": {"limit": 1000, "window": 60}, "core": {"limit": 5000, "window": 60}}
+
+
+def fetch(url: str) -> bytes:
+    with _NO_PROXY.open(url, timeout=10) as response:
+        return response.read()
+
+
+# --- a scripted loopback server -----------------------------------------------------------------
+
+
+class Scripted:
+    """Records ``(path, query, headers)`` of every request; answers:
+
+    * ``/trending…``: a 200 HTML page without any repository row;
+    * ``/search/repositories?q=example``: GitHub's documented example body, one page;
+    * ``q=capped``: page 1 = the example with ``Link: rel="next"``; page 2 = 422;
+    * ``q=endless``: every page links to the next one, past result 1000 (a misbehaving API);
+    * ``q=moved``: 302 to ``redirect_to``;
+    * ``/rate_limit``: a generous budget (every API answer also carries ``X-RateLimit-*``);
+    * anything else: 404.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.redirect_to = ""
+        scripted = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+                scripted.requests.append({"path": parts.path, "query": query,
+                                          "headers": dict(self.headers.items())})
+                status, headers, body = scripted.answer(parts.path, query, self)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def answer(self, path: str, query: dict[str, str], handler: Any
+               ) -> tuple[int, dict[str, str], bytes]:
+        # A generous budget, announced as GitHub does, so that no client waits on this host.
+        reset = int(time.time()) + 60
+        rate = {"limit": 5000, "remaining": 4999, "used": 1, "reset": reset}
+        json_type = {"Content-Type": "application/json; charset=utf-8",
+                     **{f"X-RateLimit-{k.capitalize()}": str(v) for k, v in rate.items()},
+                     "X-RateLimit-Resource": "search" if path.startswith("/search/") else "core"}
+        if path == "/rate_limit":
+            body = {"resources": {"core": rate, "search": rate}, "rate": rate}
+            return 200, json_type, json.dumps(body).encode()
+        if path.startswith("/trending"):
+            body = b"<!DOCTYPE html><html><body><h1>Trending</h1><p>Nothing here.</p></body></html>"
+            return 200, {"Content-Type": "text/html; charset=utf-8"}, body
+        if path != "/search/repositories":
+            return 404, json_type, b'{"message": "Not Found"}'
+        q, page = query.get("q", ""), int(query.get("page", "1"))
+        example = EXAMPLE_SEARCH.read_bytes()
+        if q == "example":
+            return 200, json_type, example
+        if (q == "capped" and page == 1) or q == "endless":
+            params = {k: v for k, v in query.items() if k != "page"}
+            next_url = f"{self.url}{path}?{urlencode({**params, 'page': page + 1})}"
+            return 200, {**json_type, "Link": f'<{next_url}>; rel="next"'}, example
+        if q == "capped":
+            body = b'{"message": "Only the first 1000 search results are available"}'
+            return 422, json_type, body
+        if q == "moved":
+            return 302, {"Location": self.redirect_to}, b""
+        return 404, json_type, b'{"message": "Not Found"}'
+
+    def of(self, path: str) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"] == path]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Hosts:
+    """What :meth:`Collector.configure` reads from a fake server: ``url("web")``, ``url("api")``."""
+
+    def __init__(self, web: str, api: str) -> None:
+        self.urls = {"web": web, "api": api}
+
+    def url(self, app: str) -> str:
+        return self.urls[app]
+
+
+@pytest.fixture
+def scripted() -> Iterator[Scripted]:
+    server = Scripted()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def search_requests(github) -> list[dict[str, Any]]:
+    rows = []
+    for r in github.stats()["requests"]:
+        if r["path"] == "/search/repositories":
+            rows.append({**r, "params": {k: v[0] for k, v in parse_qs(r["query"]).items()}})
+    return rows
+
+
+def configure(collector: Collector, github: Any, **kwargs: Any) -> None:
+    collector.configure(github=github, **kwargs)
+    collector.update_config({"github": {"limits": LIMITS}})
+
+
+def crawl_ok(collector: Collector, spider: str, *args: str) -> dict[str, Any]:
+    result = collector.crawl(spider, None, *args, timeout=90)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return collector.stats(spider)
+
+
+# --- trending -----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+def test_trending_items_have_every_field(collector: Collector, fake_github) -> None:
+    languages, periods = ["", "python"], ["daily", "weekly"]
+    configure(collector, fake_github, spiders={"trending": {"languages": languages,
+                                                                  "periods": periods}})
+    stats = crawl_ok(collector, "trending")
+    items = collector.items("trending")
+    assert not stats.get("log_count/ERROR")
+    assert stats["item_scraped_count"] == len(items)
+
+    web = fake_github.url("web")
+    by_entry: dict[tuple, list[dict]] = defaultdict(list)
+    for item in items:
+        assert set(item) == TRENDING_FIELDS, set(item) ^ TRENDING_FIELDS
+        assert item["spider"] == "trending" and item["shard"] == "0/1"
+        assert ISO_UTC.match(item["collected_at"]), item["collected_at"]
+        assert re.fullmatch(r"[0-9a-f]{64}", item["content_hash"])
+        for count in ("stars", "forks", "period_stars", "rank"):
+            assert type(item[count]) is int, (count, item[count])
+        assert item["full_name"] == f"{item['owner']}/{item['name']}"
+        assert item["url"] == f"{web}/{item['full_name']}"
+        assert isinstance(item["built_by"], list)
+        assert all(isinstance(login, str) and login for login in item["built_by"])
+        assert item["description"] is None or (item["description"] and
+                                                item["description"] == item["description"].strip())
+        by_entry[(item["trending_language"], item["period"])].append(item)
+    assert set(by_entry) == {(lang or None, period) for lang in languages for period in periods}
+
+    # Each entry's items are exactly the rows of the page the fake served for it, in order.
+    for (language, period), got in by_entry.items():
+        path = f"/trending/{language}" if language else "/trending"
+        rows = parse_trending(fetch(f"{web}{path}?since={period}"), web)
+        assert rows, (language, period)
+        expected = [(r.rank, r.full_name, r.description, r.language, r.stars, r.forks,
+                     r.period_stars, r.built_by) for r in rows]
+        assert [(i["rank"], i["full_name"], i["description"], i["language"], i["stars"],
+                 i["forks"], i["period_stars"], i["built_by"]) for i in got] == expected
+    assert "Spider closed (finished)" in collector.log("trending")
+
+
+@pytest.mark.timeout(60)
+def test_trending_page_with_zero_rows_is_an_error_naming_the_url(collector: Collector,
+                                                                 scripted: Scripted) -> None:
+    configure(collector, Hosts(scripted.url, scripted.url),
+                        spiders={"trending": {"languages": ["rust"], "periods": ["monthly"]}})
+    stats = crawl_ok(collector, "trending")
+    url = f"{scripted.url}/trending/rust?since=monthly"
+    assert [r["path"] for r in scripted.of("/trending/rust")] == ["/trending/rust"]
+    assert stats["trending/empty_pages"] == 1
+    assert stats["log_count/ERROR"] >= 1
+    errors = [line for line in collector.log("trending").splitlines() if "ERROR" in line]
+    assert any(url in line for line in errors), errors
+    assert collector.items("trending") == []
+    assert collector.worker_state("trending")["last_error"]
+
+
+@pytest.mark.timeout(90)
+def test_trending_second_run_drops_unchanged_items_by_content_hash(collector: Collector,
+                                                                   fake_github) -> None:
+    configure(collector, fake_github, spiders={"trending": {"languages": ["", "go"],
+                                                                  "periods": ["daily"]}})
+    first = crawl_ok(collector, "trending")
+    files = collector.items_by_file("trending")
+    count = sum(map(len, files.values()))
+    assert count > 0 and first["contenthash/stored"] == count
+    second = crawl_ok(collector, "trending")
+    assert second["contenthash/dropped"] == count
+    assert not second.get("item_scraped_count")
+    assert collector.items_by_file("trending") == files
+
+
+def test_content_hash_ignores_collected_at_rank_and_shard() -> None:
+    """Two runs in the same second would not show it end to end: checked on the items."""
+    row = {"full_name": "o/r", "owner": "o", "name": "r", "url": "https://github.com/o/r",
+           "description": None, "language": "Go", "stars": 5, "forks": 1, "period_stars": 2,
+           "period": "daily", "trending_language": None, "built_by": ["o"]}
+    a = TrendingRepoItem(**row, rank=1, shard="0/1", spider="trending",
+                         collected_at="2026-01-01T00:00:00Z")
+    b = TrendingRepoItem(**row, rank=7, shard="1/4", spider="trending",
+                         collected_at="2026-06-30T12:00:00Z")
+    assert content_hash(a) == content_hash(b)
+    for field, value in (("stars", 6), ("period", "weekly"), ("trending_language", "go"),
+                         ("description", "x"), ("built_by", [])):
+        assert content_hash(TrendingRepoItem(**{**row, field: value})) != content_hash(a), field
+    search = {"query": "q", "id": 1, "full_name": "o/r", "stargazers_count": 3}
+    assert content_hash(SearchRepoItem(**search, collected_at="x", shard="0/1")) == \
+        content_hash(SearchRepoItem(**search, collected_at="y", shard="1/2"))
+    assert content_hash(SearchRepoItem(**search)) != content_hash(
+        SearchRepoItem(**{**search, "query": "other"}))
+
+
+# --- search -------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_search_follows_link_next_to_the_end_and_never_past_1000(collector: Collector,
+                                                                 fake_github_factory) -> None:
+    github = fake_github_factory(**FAKE_LIMITS)
+    configure(collector, github, spiders={"search": {"queries": ["few", "alpha", "huge"],
+                                                           "per_page": 100}})
+    stats = crawl_ok(collector, "search")
+    requests = search_requests(github)
+    pages: dict[str, list[int]] = defaultdict(list)
+    for r in requests:
+        assert r["status"] == 200, r
+        assert not r["auth"]  # no token in the environment: anonymous
+        params = r["params"]
+        assert (params["sort"], params["order"], params["per_page"]) == ("stars", "desc", "100")
+        pages[params["q"]].append(int(params.get("page", "1")))
+    assert sorted(pages["few"]) == [1]
+    assert sorted(pages["alpha"]) == [1, 2, 3]
+    assert sorted(pages["huge"]) == list(range(1, 11))  # 10 × 100 = result 1000, no page 11
+
+    items = collector.items("search")
+    per_query: dict[str, list[dict]] = defaultdict(list)
+    for item in items:
+        per_query[item["query"]].append(item)
+    assert {q: len(v) for q, v in per_query.items()} == {"few": 7, "alpha": 250, "huge": 1000}
+    assert stats["item_scraped_count"] == 1257
+    assert not stats.get("log_count/ERROR") and not stats.get("log_count/WARNING")
+    for got in per_query.values():
+        stars = [item["stargazers_count"] for item in got]
+        assert stars == sorted(stars, reverse=True)  # pages in order, as served (sort=stars)
+        assert len({item["id"] for item in got}) == len(got)
+
+    # The items are GitHub's fields of what the API served, license as its SPDX id.
+    api = github.url("api")
+    served = json.loads(fetch(f"{api}/search/repositories?"
+                              + urlencode({"q": "few", "sort": "stars", "order": "desc",
+                                           "per_page": 100})))["items"]
+    assert [item["id"] for item in per_query["few"]] == [repo["id"] for repo in served]
+    for item, repo in zip(per_query["few"], served, strict=True):
+        assert set(item) == SEARCH_FIELDS, set(item) ^ SEARCH_FIELDS
+        for key in SEARCH_FIELDS - {"license", "query", "spider", "shard", "collected_at",
+                                    "content_hash"}:
+            assert item[key] == repo[key], key
+        assert item["license"] == (repo["license"] or {}).get("spdx_id")
+        assert item["spider"] == "search" and item["shard"] == "0/1"
+        assert ISO_UTC.match(item["collected_at"])
+    licenses = {item["license"] for item in items}
+    assert licenses <= {"MIT", "Apache-2.0", "GPL-3.0", "BSD-3-Clause", "NOASSERTION", None}
+    assert len(licenses - {None}) >= 3
+    assert "Spider closed (finished)" in collector.log("search")
+
+
+@pytest.mark.timeout(60)
+def test_search_headers_422_cap_and_githubs_example(collector: Collector, scripted: Scripted
+                                                    ) -> None:
+    configure(collector, Hosts(scripted.url, scripted.url),
+                        spiders={"search": {"queries": ["capped", "example", "endless"],
+                                            "per_page": 30, "sort": "updated"}})
+    stats = crawl_ok(collector, "search")
+    requests = scripted.of("/search/repositories")
+    pages: dict[str, list[int]] = defaultdict(list)
+    for r in requests:
+        pages[r["query"]["q"]].append(int(r["query"].get("page", "1")))
+    assert pages["capped"] == [1, 2]
+    assert pages["example"] == [1]
+    # Results 990..1019 would be page 34 at 30 a page: page 34 is the last one asked for.
+    assert pages["endless"] == list(range(1, 35))
+    for r in requests:
+        headers = {k.lower(): v for k, v in r["headers"].items()}
+        assert headers["accept"] == "application/vnd.github+json"
+        assert headers["x-github-api-version"] == "2022-11-28"
+        assert "hubcollect" in headers["user-agent"]
+        assert "authorization" not in headers
+        assert r["query"]["sort"] == "updated" and r["query"]["order"] == "desc"
+        assert r["query"]["per_page"] == "30"
+
+    # The 422 ended its query with one warning, no error; the other query was not affected.
+    assert stats["search/unprocessable"] == 1
+    assert not stats.get("log_count/ERROR")
+    warnings = [line for line in collector.log("search").splitlines() if "WARNING" in line]
+    assert len([w for w in warnings if "'capped'" in w and "422" in w]) == 1, warnings
+
+    # GitHub's documented example body parses: one item per query.
+    example = json.loads(EXAMPLE_SEARCH.read_text())["items"][0]
+    items = collector.items("search")
+    # The same repository on every page of "endless": one item for it.
+    assert sorted(item["query"] for item in items) == ["capped", "endless", "example"]
+    for item in items:
+        assert set(item) == SEARCH_FIELDS
+        assert item["id"] == example["id"] and item["full_name"] == example["full_name"]
+        assert item["license"] == example["license"]["spdx_id"] == "MIT"
+        assert item["archived"] is example["archived"]
+        assert item["topics"] == []
+        assert item["stargazers_count"] == example["stargazers_count"]
+    assert len({item["content_hash"] for item in items}) == 3  # the query is content
+
+
+@pytest.mark.timeout(120)
+def test_search_second_run_dropped_until_content_changes(collector: Collector,
+                                                         fake_github_factory) -> None:
+    github = fake_github_factory(**FAKE_LIMITS)
+    configure(collector, github, spiders={"search": {"queries": ["few", "alpha"]}})
+    first = crawl_ok(collector, "search")
+    files = collector.items_by_file("search")
+    assert first["item_scraped_count"] == 257
+
+    # Pages asked again unconditionally (no If-None-Match): the same repositories come back
+    # and the content hash drops every one.
+    second = crawl_ok(collector, "search", "-s", "GITHUB_BUDGET_CONDITIONAL=False")
+    assert second["contenthash/dropped"] == 257
+    assert not second.get("item_scraped_count")
+    assert collector.items_by_file("search") == files
+
+    # However the pages are asked (by default with the ETag last seen), nothing new is written.
+    third = crawl_ok(collector, "search")
+    assert not third.get("item_scraped_count")
+    assert collector.items_by_file("search") == files
+
+    github.control(generation=1)  # every repository's counts change
+    fourth = crawl_ok(collector, "search")
+    assert fourth["item_scraped_count"] == 257
+    assert not fourth.get("contenthash/dropped")
+    new_files = collector.items_by_file("search")
+    assert len(new_files) == len(files) + 1
+    old_hashes = {i["content_hash"] for rows in files.values() for i in rows}
+    (new_name,) = set(new_files) - set(files)
+    assert old_hashes.isdisjoint(i["content_hash"] for i in new_files[new_name])
+
+
+# --- the token ------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_token_goes_to_the_api_host_only_and_is_never_written(
+        tmp_path: Path, fake_github_factory, fake_docs_factory, scripted: Scripted) -> None:
+    github = fake_github_factory(**FAKE_LIMITS)
+    docs = fake_docs_factory(sites=2, pages=5)
+    web, api, docs_url = github.url("web"), github.url("api"), docs.url()
+
+    def via_api(target: str) -> str:
+        return f"{api}/redirect-to?{urlencode({'url': target})}"
+
+    main = Collector(tmp_path / "main")
+    configure(main, github, spiders={
+        "trending": {"languages": ["python"], "periods": ["daily"]},
+        "search": {"queries": ["few"]},
+        # Start URLs on the API host that redirect to the docs host and to the web host.
+        "docs": {"start_urls": [via_api(f"{docs_url}/site0/"),
+                                via_api(f"{web}/trending?since=weekly"),
+                                f"{docs_url}/site1/"]},
+    })
+    # An API whose search redirects to another host.
+    moved = Collector(tmp_path / "moved")
+    configure(moved, Hosts(web, scripted.url), spiders={"search": {"queries": ["moved"]}})
+    scripted.redirect_to = f"{web}/trending?since=monthly"
+
+    debug = ("-s", "LOG_LEVEL=DEBUG")
+    procs = [main.start_crawl_args(spider, None, *debug, env=main.env(GITHUB_TOKEN=TOKEN))
+             for spider in ("trending", "search", "docs")]
+    procs.append(moved.start_crawl_args("search", None, *debug,
+                                        env=moved.env(GITHUB_TOKEN=TOKEN)))
+    for result in Collector.wait_all(procs):
+        assert result.returncode == 0, (result.args, result.stderr[-3000:])
+        assert TOKEN not in result.stdout + result.stderr
+
+    stats = github.stats()
+    api_requests = [r for r in stats["requests"] if r["app"] == "api"]
+    web_requests = [r for r in stats["requests"] if r["app"] == "web"]
+    # The API host saw the token on every request, the search and the redirects alike.
+    assert {r["path"] for r in api_requests} >= {"/search/repositories", "/redirect-to"}
+    assert all(r["auth"] and r["identity"] == f"Bearer {TOKEN}" for r in api_requests), [
+        (r["path"], r["auth"]) for r in api_requests if not r["auth"]]
+    # The web host never did: neither the trending pages nor the redirected requests.
+    web_paths = [(r["path"], r["query"]) for r in web_requests]
+    assert ("/trending/python", "since=daily") in web_paths
+    assert ("/trending", "since=weekly") in web_paths  # docs: API → web
+    assert ("/trending", "since=monthly") in web_paths  # search: API → web
+    assert stats["auth_seen_on_web"] == 0
+    assert not any(r["auth"] for r in web_requests)
+    # Nor the docs host, also when reached through a redirect from the API.
+    docs_stats = docs.stats()
+    assert "/site0/" in {r["path"] for r in docs_stats["requests"]}
+    assert docs_stats["auth_seen"] == 0
+    # The scripted API host got the token; its redirect target did not (counted above).
+    (moved_request,) = scripted.of("/search/repositories")
+    assert moved_request["headers"].get("Authorization") == f"Bearer {TOKEN}"
+
+    # Never written anywhere under either data dir: logs, items, state, stores.
+    for home in (main, moved):
+        files = [p for p in home.data_dir.rglob("*") if p.is_file()]
+        assert any(p.suffix == ".log" for p in files)
+        for path in files:
+            assert TOKEN.encode() not in path.read_bytes(), path
+        assert "DEBUG" in home.log("search")
+    assert main.items("search") and main.items("trending")
