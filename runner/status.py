@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.budgetstatus import budget_rows, render_budget
 from runner.pidfile import running_pid
 from scraper.extensions.workerstate import write_json_atomic
 from scraper.layout import DataLayout
-from scraper.units import format_size
+from scraper.units import format_duration, format_size
 
 if TYPE_CHECKING:
     from runner.supervisor import Supervisor
@@ -40,6 +41,9 @@ def write_runner_status(supervisor: Supervisor) -> None:
             "once": supervisor.once,
             "memory_budget": supervisor.guard.budget,
             "disk_full_since": supervisor.disk_full_since,
+            # Distributed mode: the Redis URL (status connects with it) and whether it answers.
+            "redis_url": supervisor.redis_url,
+            "redis": supervisor.beacon.state if supervisor.beacon else None,
         },
         "workers": [state.as_dict() for state in supervisor.slots],
     })
@@ -61,8 +65,9 @@ def data_size(root: Path) -> int:
     return total
 
 
-def collect_status(layout: DataLayout) -> dict[str, Any]:
-    """The ``status --json`` object: ``{"runner": …, "workers": […], "totals": …}``."""
+def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str, Any]:
+    """The ``status --json`` object: ``{"runner": …, "workers": […], "totals": …}``, plus
+    ``"cluster"`` in the distributed mode (``redis_url``, else the runner's)."""
     status = read_json(layout.status_file) or {"runner": {}, "workers": []}
     runner = dict(status.get("runner") or {})
     pid = running_pid(layout.runner_pidfile)
@@ -80,29 +85,31 @@ def collect_status(layout: DataLayout) -> dict[str, Any]:
         row["pages"] = live.get("pages", 0) if this_round else 0
         row["uss_mb"] = live.get("uss_mb") if slot.get("state") == "running" else None
         row["last_error"] = slot.get("last_error") or live.get("last_error")
+        if (slot.get("state") == "running" and this_round
+                and (live.get("stats") or {}).get("distributed/redis_up") == 0):
+            row["state"] = "redis-wait"  # paused: its Redis is unreachable
         next_at = slot.get("next_round_at")
         row["next_round_in"] = max(0.0, next_at - now) if next_at else None
         if not runner["alive"] and row.get("state") in ("running", "sleeping", "restarting"):
             row["state"] = "down"
         workers.append(row)
-    up = sum(1 for w in workers if w.get("state") in ("running", "sleeping"))
+    up = sum(1 for w in workers if w.get("state") in ("running", "sleeping", "redis-wait"))
     totals = {
         "items": sum(w["items_total"] for w in workers),
         "data_bytes": data_size(layout.root) if layout.root.exists() else 0,
         "workers_up": up,
         "workers_planned": runner.get("planned", len(workers)),
     }
-    return {"runner": runner, "workers": workers, "totals": totals}
+    status = {"runner": runner, "workers": workers, "totals": totals,
+              "budget": budget_rows(layout)}
+    redis_url = redis_url or runner.get("redis_url")
+    if redis_url:
+        from scraper.distributed.registry import cluster_status
+
+        status["cluster"] = cluster_status(redis_url)
+    return status
 
 
-def _ago(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
 
 
 def render_status(status: dict[str, Any]) -> str:
@@ -111,17 +118,23 @@ def render_status(status: dict[str, Any]) -> str:
     lines = []
     if runner.get("alive"):
         updated = time.time() - (runner.get("updated_at") or 0)
-        lines.append(f"runner pid {runner['pid']} up {_ago(time.time() - runner['started_at'])}"
-                     f", status {_ago(updated)} old — {runner.get('plan', '')}")
+        up = format_duration(time.time() - runner["started_at"])
+        lines.append(f"runner pid {runner['pid']} up {up}, status {format_duration(updated)} "
+                     f"old — {runner.get('plan', '')}")
     elif runner.get("plan"):
         lines.append(f"runner NOT RUNNING (last pid {runner.get('pid')}) — {runner['plan']}")
     else:
         lines.append("runner has never run with this data_dir")
     if runner.get("alive") and runner.get("disk_full_since"):
-        lines.append(f"DISK FULL for {_ago(time.time() - runner['disk_full_since'])}: no "
-                     "workers start until space is freed under data_dir")
+        since = format_duration(time.time() - runner["disk_full_since"])
+        lines.append(f"DISK FULL for {since}: no workers start until space is freed under "
+                     "data_dir")
     header = f"{'worker':<14} {'state':<10} {'pid':>7} {'rnd':>4} {'items':>11} {'pages':>6} " \
              f"{'MB':>5} {'next':>5}  last error"
+    redis = runner.get("redis") or {}
+    if runner.get("alive") and redis.get("state") == "unreachable":
+        lines.append(f"REDIS UNREACHABLE for {format_duration(time.time() - redis['down_since'])} "
+                     f"({redis['url']}): workers pause their shared work until it is back")
     lines.append(header)
     for w in status["workers"]:
         items = f"{w['items_round']}/{w['items_total']}"
@@ -129,7 +142,12 @@ def render_status(status: dict[str, Any]) -> str:
         error = (w.get("last_error") or "")[:60]
         lines.append(f"{w['slug']:<14} {w['state']:<10} {w.get('pid') or '-':>7} "
                      f"{w['rounds']:>4} {items:>11} {w['pages']:>6} {mb:>5} "
-                     f"{_ago(w.get('next_round_in')):>5}  {error}")
+                     f"{format_duration(w.get('next_round_in')):>5}  {error}")
     lines.append(f"total: {totals['items']} items, data {format_size(totals['data_bytes'])}, "
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
+    lines += render_budget(status.get("budget") or [])
+    if "cluster" in status:
+        from runner.cluster import render_cluster
+
+        lines += render_cluster(status["cluster"])
     return "\n".join(lines)

@@ -55,15 +55,25 @@ PRELOAD_MODULES = (
     "scraper.settings", "spiders.trending", "spiders.search", "spiders.docs",
     "pipelines.contenthash", "pipelines.itemstore", "scraper.spidermiddlewares.deltafetch",
     "scraper.downloadermiddlewares.githubauth", "scraper.extensions.workerstate",
-    "scraper.extensions.logrotate", "scraper.commands.crawl",
+    "scraper.extensions.logrotate", "scraper.commands.crawl", "scraper.budget.store",
+    "scraper.downloadermiddlewares.ratelimit",
 )
 
 
-def preload() -> None:
+DISTRIBUTED_MODULES = (
+    "redis", "scrapy_redis.scheduler", "scrapy_redis.spiders", "scraper.distributed.spider",
+    "scraper.distributed.scheduler", "scraper.distributed.dupefilter",
+    "scraper.distributed.contenthash", "scraper.distributed.deltafetch",
+    "scraper.distributed.budget", "scraper.distributed.worker", "scraper.distributed.registry",
+)
+"""Preloaded too in the distributed mode (``--redis-url``): what every worker then imports."""
+
+
+def preload(extra: tuple[str, ...] = ()) -> None:
     """Import everything a worker needs, once, then freeze it for copy-on-write sharing."""
     import importlib
 
-    for name in PRELOAD_MODULES:
+    for name in PRELOAD_MODULES + extra:
         importlib.import_module(name)
     assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
     gc.collect()
@@ -109,7 +119,8 @@ def describe_exit(status: int) -> tuple[bool, str]:
 
 class Supervisor:
     def __init__(self, config: CollectorConfig, plan: Plan, guard: MemoryGuard, *,
-                 once: bool, config_path: str | None, command: list[str]) -> None:
+                 once: bool, config_path: str | None, command: list[str],
+                 redis_url: str | None = None) -> None:
         self.config = config
         self.plan = plan
         self.guard = guard
@@ -126,6 +137,14 @@ class Supervisor:
         self.disk_full_since: float | None = None
         self.reserve = DiskReserve(self.layout.state_dir / "disk-reserve")
         self._last_status = 0.0
+        # Distributed mode: this runner's heartbeat in Redis (connects per beat: no socket may
+        # be open in the parent when it forks).
+        self.redis_url = redis_url
+        self.beacon = None
+        if redis_url:
+            from scraper.distributed.registry import RunnerBeacon
+
+            self.beacon = RunnerBeacon(redis_url)
 
     # --- signals -------------------------------------------------------------------------------
 
@@ -173,6 +192,8 @@ class Supervisor:
         if self.stopping:
             self._stop_workers()
         self._write_status(force=True)
+        if self.beacon:
+            self.beacon.leave(os.getpid())
         return self._exit_code()
 
     def _disk_has_room(self) -> bool:
@@ -348,10 +369,20 @@ class Supervisor:
         if time.time() - self._last_status >= STATUS_INTERVAL:
             self._write_status()
 
+    def _beacon_record(self) -> dict[str, Any]:
+        states: dict[str, int] = {}
+        for slot in self.slots:
+            states[slot.state] = states.get(slot.state, 0) + 1
+        return {"pid": os.getpid(), "started_at": self.started_at, "plan": self.plan.describe(),
+                "planned": self.plan.total, "states": states, "once": self.once,
+                "stopping": self.stopping, "data_dir": str(self.config.data_dir)}
+
     def _write_status(self, force: bool = False) -> None:
         from runner.status import write_runner_status
 
         self._last_status = time.time()
+        if self.beacon:
+            self.beacon.beat(self._beacon_record(), force=force)
         try:
             write_runner_status(self)
         except OSError as exc:

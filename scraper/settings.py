@@ -47,6 +47,29 @@ SPIDER_MIDDLEWARES = {
 DOWNLOADER_MIDDLEWARES = {
     # A redirect is a new request that passes the whole chain again: every hop is checked here.
     "scraper.downloadermiddlewares.githubauth.GitHubAuthMiddleware": 950,
+    # Scrapy's own, at their own places: retries wait (backoff), redirect loops fail loudly.
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "scraper.downloadermiddlewares.retry.BackoffRetryMiddleware": 550,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "scraper.downloadermiddlewares.redirect.LoopSafeRedirectMiddleware": 600,
+    # GitHub budget: closest to the downloader, so it waits right before sending and sees raw
+    # answers (redirects, 403/429) before Redirect- and RetryMiddleware.
+    "scraper.downloadermiddlewares.ratelimit.GitHubBudgetMiddleware": 960,
+}
+
+# --- GitHub budget: GitHub's rate limits as one budget shared by all workers ----------------------
+# scraper/budget/, scraper/downloadermiddlewares/ratelimit.py; state: {data_dir}/state/budget.sqlite
+GITHUB_BUDGET_ENABLED = True
+GITHUB_BUDGET_RESET_GUARD = 0.5  # s after x-ratelimit-reset before a new window's first request
+GITHUB_BUDGET_MIN_INTERVAL = 0.05  # s; the closest two API requests ever get, catching up included
+GITHUB_BUDGET_BACKOFF_START = 60.0  # s; a limit answer without retry-after or remaining 0 ...
+GITHUB_BUDGET_BACKOFF_MAX = 3600.0  # ... waits this, doubling while it persists, up to this
+GITHUB_BUDGET_CONDITIONAL = True  # If-None-Match with the last ETag: a 304 costs no budget
+GITHUB_BUDGET_PROBE = True  # read GET /rate_limit (free) when the budget state is unknown or old
+# GitHub's hosts are paced by the budget: their downloader slots add no delay of their own.
+DOWNLOAD_SLOTS = {
+    "github-api": {"concurrency": 4, "delay": 0, "jitter": 0},
+    "github-web": {"concurrency": 2, "delay": 0, "jitter": 0},
 }
 
 # --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ -----------------
@@ -65,6 +88,9 @@ AUTOTHROTTLE_START_DELAY = 0.5
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 RETRY_TIMES = 3
+# Retry k waits RETRY_BACKOFF_BASE × 2^(k-1) s (≤ RETRY_BACKOFF_MAX): a 5xx storm is not hammered.
+RETRY_BACKOFF_BASE = 1.0
+RETRY_BACKOFF_MAX = 10.0
 DOWNLOAD_TIMEOUT = 30
 # 20 workers × 16 requests in flight must fit 2 GB: no single body above 16 MB, warn at 4 MB.
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024

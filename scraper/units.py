@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 _SIZE_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 _DURATION_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 SIZE_HELP = "a size such as 512MB, 1.5G or 2GiB"
@@ -30,7 +31,10 @@ def parse_size(text: str | int) -> int:
     if not match or (match.group(3) and not match.group(2)):
         raise ValueError(f"{text!r} is not {SIZE_HELP}")
     number, unit = float(match.group(1)), match.group(2).lower()
-    return int(number * 1024 ** _SIZE_POWERS[unit])
+    size = number * 1024 ** _SIZE_POWERS[unit]
+    if not math.isfinite(size):  # "9999…9G": no int for infinity
+        raise ValueError(f"{text!r} is not {SIZE_HELP}")
+    return int(size)
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -38,13 +42,16 @@ def parse_duration(text: str | int | float) -> float:
     if isinstance(text, bool):
         raise ValueError(f"{text!r} is not {DURATION_HELP}")
     if isinstance(text, int | float):
-        if text < 0:
+        if not text >= 0 or not math.isfinite(text):  # NaN, ∞ (YAML .nan, .inf), negative
             raise ValueError(f"{text!r} is not {DURATION_HELP}")
         return float(text)
     match = _DURATION_RE.match(str(text))
     if not match:
         raise ValueError(f"{text!r} is not {DURATION_HELP}")
-    return float(match.group(1)) * _DURATION_SECONDS[match.group(2).lower()]
+    seconds = float(match.group(1)) * _DURATION_SECONDS[match.group(2).lower()]
+    if not math.isfinite(seconds):
+        raise ValueError(f"{text!r} is not {DURATION_HELP}")
+    return seconds
 
 
 def format_size(size: float) -> str:
@@ -57,3 +64,14 @@ def format_size(size: float) -> str:
     if size >= 1024:
         return f"{size / 1024:.0f} KB"
     return f"{int(size)} B"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``42s``, ``12m``, ``3.1h``: short enough for a status column; ``-`` for none."""
+    if seconds is None:
+        return "-"
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"

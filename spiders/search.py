@@ -47,8 +47,9 @@ def first_result_index(url: str, default_per_page: int) -> int:
 
 class SearchSpider(CollectorSpider):
     name = "search"
-    # A 422 past the result cap ends a query with a warning, not an HttpError.
-    custom_settings = {"HTTPERROR_ALLOWED_CODES": [422]}
+    # A 422 past the result cap ends a query with a warning, not an HttpError; a 304 (the
+    # budget middleware asked with If-None-Match) means the page is unchanged.
+    custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}
 
     def query_url(self, query: str) -> str:
         section = self.config.search
@@ -58,8 +59,8 @@ class SearchSpider(CollectorSpider):
 
     def page_request(self, url: str, query: str) -> scrapy.Request:
         return scrapy.Request(
-            url, callback=self.parse, headers=API_HEADERS, dont_filter=True,
-            meta={"deltafetch_enabled": False, "query": query},
+            url, callback=self.parse, errback=self.request_failed, headers=API_HEADERS,
+            dont_filter=True, meta={"deltafetch_enabled": False, "query": query},
         )
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
@@ -78,16 +79,31 @@ class SearchSpider(CollectorSpider):
         try:
             body = json.loads(response.body)
             results = body["items"]
+            if not isinstance(results, list):
+                raise TypeError(f"'items' is {type(results).__name__}, not a list")
         except (ValueError, KeyError, TypeError) as exc:
             self.crawler.stats.inc_value("search/bad_responses")
             self.logger.error("search %r: not a search result at %s (%s: %s)", query,
                               response.url, type(exc).__name__, exc)
             return
-        for repo in results:
+        repos = [repo for repo in results if isinstance(repo, dict)]
+        if len(repos) != len(results):
+            self.crawler.stats.inc_value("search/bad_results", len(results) - len(repos))
+            self.logger.error("search %r: %d of %d results at %s are not objects; skipped",
+                              query, len(results) - len(repos), len(results), response.url)
+        for repo in repos:
             yield self.stamp(self.item(query, repo))
         link = next_link(response.headers.get("Link", b"").decode("latin-1"))
-        if link and first_result_index(link, self.config.search.per_page) < RESULTS_CAP:
-            yield self.page_request(link, query)
+        if link:
+            try:
+                start = first_result_index(link, self.config.search.per_page)
+            except ValueError as exc:
+                self.crawler.stats.inc_value("search/bad_responses")
+                self.logger.error("search %r ended: unusable next link %r at %s (%s)", query,
+                                  link, response.url, exc)
+                return
+            if start < RESULTS_CAP:
+                yield self.page_request(link, query)
 
     @staticmethod
     def item(query: str, repo: dict[str, Any]) -> SearchRepoItem:
