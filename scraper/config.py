@@ -11,6 +11,7 @@ Every problem is one line naming the file, the key path, the value and what is a
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -199,15 +200,19 @@ def parse_config(text: str, label: str, base_dir: Path | None = None) -> Collect
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError(f"{label}: {where}invalid YAML: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{label}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{label}: {where}invalid YAML: {_one_line(exc.problem)}") from None
+    except yaml.YAMLError as exc:  # e.g. ReaderError (a control character), several lines
+        raise ConfigError(f"{label}: invalid YAML: {_one_line(exc)}") from None
     if data is None:
         data = {}
     return _build(_Reader(label), data, base_dir or Path.cwd(), label)
 
 
 # --- validation ---------------------------------------------------------------------------------
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
 
 
 def _short_repr(value: Any) -> str:
@@ -218,6 +223,8 @@ def _short_repr(value: Any) -> str:
 def _join(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
+    if not key.isprintable():  # a newline or control character must not break the line
+        key = repr(key)
     return f"{path}.{key}" if path else key
 
 
@@ -253,7 +260,8 @@ class _Reader:
         return value
 
     def number(self, path: str, value: Any, minimum: float) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value < minimum):
             self.bad(path, value, f"a number ≥ {minimum:g}")
         return float(value)
 
@@ -274,7 +282,8 @@ class _Reader:
 
     def text(self, path: str, value: Any, pattern: re.Pattern[str] | None = None,
              expected: str = "a text value") -> str:
-        if not isinstance(value, str) or (pattern is not None and not pattern.match(value)):
+        if (not isinstance(value, str) or not _clean(value)
+                or (pattern is not None and not pattern.fullmatch(value))):
             self.bad(path, value, expected)
         return value
 
@@ -284,9 +293,12 @@ class _Reader:
         return value
 
     def url(self, path: str, value: Any) -> str:
-        parts = urlsplit(value) if isinstance(value, str) else None
+        try:
+            parts = urlsplit(value) if isinstance(value, str) else None
+        except ValueError:  # e.g. "http://[::1" (an unclosed IPv6 address)
+            parts = None
         if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname
-                or any(c.isspace() for c in value)):
+                or not _clean(value) or any(c.isspace() or not c.isprintable() for c in value)):
             self.bad(path, value, "an http(s) URL such as https://example.org/docs/")
         try:
             parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -302,9 +314,20 @@ class _Reader:
     def settings(self, path: str, value: Any) -> dict[str, Any]:
         mapping = self.mapping(path, value, None)
         for key in mapping:
-            if not _SETTING_RE.match(key):
+            if not _SETTING_RE.fullmatch(key):
                 self.bad(_join(path, key), key, "a Scrapy setting name such as DOWNLOAD_DELAY")
         return dict(mapping)
+
+
+def _clean(text: str) -> bool:
+    """No NUL (no path or URL can hold one) and encodable as UTF-8 (no lone surrogate)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _int_range(minimum: int, maximum: int | None) -> str:
@@ -322,7 +345,10 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
     values: dict[str, Any] = {"source": label}
     if "data_dir" in top:
         raw = r.text("data_dir", top["data_dir"], re.compile(r"^\S.*$"), "a directory path")
-        values["data_dir"] = Path(raw).expanduser()
+        try:
+            values["data_dir"] = Path(raw).expanduser()
+        except RuntimeError:  # ~someone for a user this machine doesn't have
+            r.bad("data_dir", raw, "a directory path (no such user's home)")
     values["data_dir"] = base_dir / values.get("data_dir", Path("data"))
     if "github" in top:
         values["github"] = _github(r, top["github"])

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-_SHARD_RE = re.compile(r"^(\d+)/(\d+)$")
+_SHARD_RE = re.compile(r"([0-9]+)/([0-9]+)")  # ASCII digits only (\d takes any script's)
 
 
 class ShardError(ValueError):
@@ -23,9 +23,12 @@ class Shard:
 
     @classmethod
     def parse(cls, text: str) -> Shard:
-        match = _SHARD_RE.match(text.strip()) if isinstance(text, str) else None
+        match = _SHARD_RE.fullmatch(text.strip()) if isinstance(text, str) else None
         if match:
-            index, count = int(match.group(1)), int(match.group(2))
+            try:
+                index, count = int(match.group(1)), int(match.group(2))
+            except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+                index, count = 0, 0
             if count > 0 and index < count:
                 return cls(index, count)
         raise ShardError(

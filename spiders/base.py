@@ -8,9 +8,14 @@ from typing import Any
 
 import scrapy
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
 from scrapy.settings import BaseSettings
+from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.python import global_object_name
+from twisted.python.failure import Failure
 
 from scraper.config import CollectorConfig, SpiderConfig, load_config
+from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
 from scraper.sharding import UNSHARDED, Shard
 
@@ -63,6 +68,32 @@ class CollectorSpider(scrapy.Spider):
 
     def my_entries(self) -> list[Any]:
         return self.shard.select(self.start_entries())
+
+    def request_failed(self, failure: Failure) -> None:
+        """Errback of every request: a page that cannot be had is counted and logged once.
+
+        Counted in ``{spider}/failed_requests`` and ``{spider}/failed_requests/{module.Exception}``
+        (Scrapy's ``downloader/exception_type_count/*`` counts the download errors too). One
+        ERROR line per page: Scrapy's ``Gave up retrying …`` when retries ran out, else
+        ``cannot fetch URL: module.Exception: reason`` here — never a traceback. An HTTP error
+        status goes on to Scrapy's HttpErrorMiddleware (``httperror/response_ignored_count``,
+        one INFO line); a robots.txt refusal is policy, not a failure.
+        """
+        if failure.check(HttpError):
+            failure.raiseException()
+        exc = failure.value
+        if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
+            return
+        request = getattr(failure, "request", None)
+        # The URL the spider asked for, not the last hop of its redirects.
+        url = (request.meta.get("redirect_urls") or [request.url])[0] if request else "?"
+        kind = global_object_name(type(exc))  # as Scrapy names them: module.Class
+        self.crawler.stats.inc_value(f"{self.name}/failed_requests")
+        self.crawler.stats.inc_value(f"{self.name}/failed_requests/{kind}")
+        if request is not None and request.meta.get(GAVE_UP):
+            return  # Scrapy logged "Gave up retrying" for it
+        reason = next(iter(str(exc).splitlines()), "") or "no detail (see the warning above)"
+        self.logger.error("cannot fetch %s: %s: %s", url, kind, reason[:300])
 
     def stamp(self, item: CollectedItem) -> CollectedItem:
         item["spider"] = self.name

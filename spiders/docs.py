@@ -29,16 +29,24 @@ class DocsSpider(CollectorSpider):
             prefix = site_prefix(start_url)
             self.site_urls.setdefault(prefix, set()).add(start_url)
             yield scrapy.Request(start_url, callback=self.parse, dont_filter=True,
+                                 errback=self.request_failed,
                                  meta={"deltafetch_enabled": False, "site": prefix})
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        prefix = response.meta["site"]
+        if not response.url.startswith(prefix):
+            # Redirected off the site (another host, or outside the start URL's directory).
+            self.crawler.stats.inc_value("docs/offsite_redirects")
+            first = (response.meta.get("redirect_urls") or [response.url])[0]
+            self.logger.error("not collected: %s redirects off the site %s to %s", first,
+                              prefix, response.url)
+            return
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("docs/not_text")
             return
         page = extract_page(response.selector)
         yield self.stamp(DocPageItem(url=response.url, title=page.title,
                                      headings=page.headings, text=page.text))
-        prefix = response.meta["site"]
         asked = self.site_urls[prefix]
         for url in follow_links(response.selector, response.url, prefix):
             if url in asked:
@@ -47,4 +55,5 @@ class DocsSpider(CollectorSpider):
                 self.crawler.stats.inc_value("docs/site_page_cap_reached")
                 break
             asked.add(url)
-            yield scrapy.Request(url, callback=self.parse, meta={"site": prefix})
+            yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
+                                 meta={"site": prefix})

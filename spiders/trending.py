@@ -25,6 +25,7 @@ class TrendingSpider(CollectorSpider):
             yield scrapy.Request(
                 self.listing_url(language, period),
                 callback=self.parse,
+                errback=self.request_failed,
                 # A listing is re-read every round: never filtered as already seen.
                 meta={"deltafetch_enabled": False, "period": period, "language": language},
                 dont_filter=True,

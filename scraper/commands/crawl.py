@@ -17,7 +17,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.spiderloader import get_spider_loader
 
-from scraper.config import ConfigError, load_config
+from scraper.config import CollectorConfig, ConfigError, load_config
 from scraper.diskspace import (
     DISK_FULL_EXIT,
     DISK_FULL_REASON,
@@ -85,9 +85,23 @@ class Command(ScrapyCrawlCommand):
         # run wherever the runner was started); our subclass keeps one store per shard in it.
         self.settings.set("DELTAFETCH_DIR", str(self.layout.deltafetch_dir),
                           priority="project")
+        self._distributed_mode(config)
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
         # refused process must not write its start-up banner into the running worker's log.
         self._claim_spider_shard()
+
+    def _distributed_mode(self, config: CollectorConfig) -> None:
+        """With a Redis URL ($COLLECTOR_REDIS_URL, set by the runner's --redis-url, else the
+        config's redis_url) the scheduler, dupefilter, stores and budget move to Redis
+        (scraper/distributed/); without one, nothing changes."""
+        from scraper.distributed import wiring
+
+        try:
+            url = wiring.redis_url(config)
+            if url:
+                wiring.configure(self.settings, url, config)
+        except ValueError as exc:
+            fail(str(exc))
 
     def _claim_spider_shard(self) -> None:
         label = f"{self.spider_name} {self.shard}"
@@ -115,6 +129,13 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = DISK_FULL_EXIT
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
+        if self.settings.getbool("COLLECTOR_DISTRIBUTED"):
+            from scraper.distributed.spider import distributed_class
+
+            assert self.crawler_process is not None
+            if isinstance(spidercls, str):
+                spidercls = self.crawler_process.spider_loader.load(spidercls)
+            spidercls = distributed_class(spidercls)
         crawler = super()._create_crawler(spidercls)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         return crawler

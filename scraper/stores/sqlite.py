@@ -49,32 +49,46 @@ def _connect(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connec
                            check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        # Only read until the file is known to be ours: a file that is not is moved aside exactly
+        # as it was found (no WAL switch, no meta table added to someone else's database).
         result = conn.execute("PRAGMA quick_check").fetchone()
         if result is None or result[0] != "ok":
             raise StoreError(f"integrity check failed: {result and result[0]}")
-        conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        found = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if not found:
-            tables = {row[0] for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name != 'meta'")}
-            if tables:
-                raise StoreError(f"unknown tables {sorted(tables)}, not a {kind} store")
+        tables = {row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        found = _meta(conn, kind) if "meta" in tables else {}
+        if not found and tables - {"meta"}:
+            raise StoreError(f"unknown tables {sorted(tables - {'meta'})}, not a {kind} store")
+        if found:
+            _check_meta(found, kind, version)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        if not found:  # a new store (or an empty file): make it ours
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('kind', ?), ('version', ?)",
                          (kind, str(version)))
             conn.execute("COMMIT")
-            found = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if found.get("kind") != kind:
-            raise StoreError(f"a {found.get('kind')!r} store, not a {kind!r} store")
-        if found.get("version") != str(version):
-            raise StoreError(f"{kind} store version {found.get('version')}, expected {version}")
+            _check_meta(_meta(conn, kind), kind, version)  # another process may have won
         conn.executescript(schema)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _meta(conn: sqlite3.Connection, kind: str) -> dict[str, str]:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(meta)")}
+    if not {"key", "value"} <= columns:
+        raise StoreError(f"a 'meta' table of another schema, not a {kind} store")
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+def _check_meta(found: dict[str, str], kind: str, version: int) -> None:
+    if found.get("kind") != kind:
+        raise StoreError(f"a {found.get('kind')!r} store, not a {kind!r} store")
+    if found.get("version") != str(version):
+        raise StoreError(f"{kind} store version {found.get('version')}, expected {version}")
 
 
 def move_aside(path: Path) -> Path:

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from .launcher import FakeServer, start_fake_docs, start_fake_github
+from .launcher import FakeServer, start_fake_docs, start_fake_github, start_fake_hostile
 
-__all__ = ["fake_docs", "fake_docs_factory", "fake_github", "fake_github_factory"]
+__all__ = ["fake_docs", "fake_docs_factory", "fake_github", "fake_github_factory",
+           "fake_hostile"]
 
 
 def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -69,3 +70,13 @@ def fake_github_factory(tmp_path: Path) -> Iterator[Callable[..., FakeServer]]:
 @pytest.fixture
 def fake_docs_factory(tmp_path: Path) -> Iterator[Callable[..., FakeServer]]:
     yield from _factory(start_fake_docs, tmp_path / "fake-docs")
+
+
+@pytest.fixture
+def fake_hostile(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeServer]:
+    """The hostile server (tests/fakes/hostile.py): 5xx storms, resets, hangs, huge bodies…"""
+    server = start_fake_hostile(tmp_path / "fake-hostile", **_options(request))
+    try:
+        yield server
+    finally:
+        server.stop()

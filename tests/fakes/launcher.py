@@ -147,3 +147,9 @@ def start_fake_docs(tmp_path: Path | str, **options: Any) -> FakeServer:
     """Options: ``host`` (127.0.0.2), ``sites``, ``pages``, ``page_kb``, ``latency_ms``,
     ``jitter``."""
     return _start("docs", tmp_path, options)
+
+
+def start_fake_hostile(tmp_path: Path | str, **options: Any) -> FakeServer:
+    """Options: ``host`` (127.0.0.5), ``other_host`` (127.0.0.6, the off-host redirect's
+    target), ``huge_mb`` (100). ``url()`` is the main listener, ``url("other")`` the other."""
+    return _start("hostile", tmp_path, options)

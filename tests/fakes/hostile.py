@@ -1,0 +1,368 @@
+"""A hostile HTTP server: everything a crawler meets on a bad day, on raw asyncio sockets.
+
+    python -m tests.fakes.hostile --port-file PATH [--host 127.0.0.5] [--other-host 127.0.0.6]
+        [--huge-mb 100]
+
+aiohttp cannot misbehave enough (reset mid-headers, never finish a body, lie about its gzip),
+so this server speaks HTTP/1.1 itself: it reads the request head and answers every request
+with ``Connection: close``. The port file holds ``{"url", "other", "pid"}``; ``other`` is a
+second listener on another loopback address, the target of the off-host redirect.
+
+Docs-like site under ``/site/`` (``/site/`` = ``/site/index.html`` links to everything)::
+
+    good{0..4}.html      ordinary pages (the index is one too): the crawl must collect all six
+    storm.html           503 every time: a 5xx storm
+    reset.html           half a status line and headers, then a TCP reset
+    hang.html            headers and part of the body, then nothing, ever
+    huge.html            a 100 MB body with Content-Length, streamed
+    huge-stream.html     the same without Content-Length (ends when the connection closes)
+    badgzip.html         Content-Encoding: gzip, body not gzip
+    gzipbomb.html        valid gzip of 100 MB of spaces, about 100 KB on the wire
+    loop-a.html          302 → loop-b.html → 302 → loop-a.html …
+    chain/{n}.html       302 → chain/{n+1}.html, forever, never the same URL twice
+    offsite.html         302 → {other}/site/elsewhere.html, another host
+
+A GitHub-like search API under ``/api/search/repositories``, chosen by the ``q`` parameter:
+``good`` (two pages by ``Link``), ``badjson``, ``htmlbody``, ``nullitems`` (``"items": null``),
+``scalaritems`` (items that are not objects), ``notobject`` (a JSON list), ``badlink`` (a
+``Link`` next URL with ``page=abc``), ``storm`` (503), ``reset``, ``badgzip``; anything else is
+answered like ``good`` with its own repositories.
+
+``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n}}`` where
+the key is the path (``/site/storm.html``) or, for the API, ``api:{q}:{page}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gzip
+import json
+import os
+import signal
+import socket
+import struct
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from .common import write_port_file
+
+HTML = "text/html; charset=utf-8"
+JSON = "application/json; charset=utf-8"
+CHUNK = 64 * 1024
+HEAD_LIMIT = 64 * 1024
+HANG_MAX_S = 300.0  # a hanging response gives up by itself after this long
+
+HOSTILE_PAGES = (
+    "storm.html", "reset.html", "hang.html", "huge.html", "huge-stream.html", "badgzip.html",
+    "gzipbomb.html", "loop-a.html", "chain/0.html", "offsite.html",
+)
+GOOD_PAGES = tuple(f"good{k}.html" for k in range(5))
+API_QUERIES = ("good", "badjson", "htmlbody", "nullitems", "scalaritems", "notobject",
+               "badlink", "storm", "reset", "badgzip")
+
+_WORD_TEXT = """alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike
+november oscar papa quebec romeo sierra tango uniform victor whiskey xray"""
+_WORDS = tuple(_WORD_TEXT.split())
+
+
+def page_html(title: str, paragraphs: list[str], links: list[tuple[str, str]]) -> bytes:
+    nav = "".join(f'<a href="{href}">{text}</a>\n' for href, text in links)
+    body = "".join(f"<p>{p}</p>\n" for p in paragraphs)
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title}</title></head>"
+            f"<body><nav>{nav}</nav><main><h1>{title}</h1>\n{body}</main></body></html>"
+            ).encode()
+
+
+def good_page(k: int) -> bytes:
+    words = " ".join(_WORDS[(k * 7 + i) % len(_WORDS)] for i in range(60))
+    links = [("index.html", "Home"), (GOOD_PAGES[(k + 1) % len(GOOD_PAGES)], "Next")]
+    return page_html(f"Good page {k}", [f"Good page {k} says: {words}."], links)
+
+
+def index_page() -> bytes:
+    links = [(name, f"Good {name}") for name in GOOD_PAGES]
+    links += [(name, f"Hostile {name}") for name in HOSTILE_PAGES]
+    return page_html("Hostile index", ["Everything a crawler meets on a bad day."], links)
+
+
+def repo(q: str, n: int) -> dict[str, Any]:
+    name = f"{q}-repo-{n}"
+    return {
+        "id": 1000 * (sum(map(ord, q)) % 997) + n,
+        "full_name": f"hostile/{name}", "html_url": f"https://github.com/hostile/{name}",
+        "description": f"Repository {n} of query {q}", "language": "Python",
+        "stargazers_count": 100 - n, "forks_count": n, "open_issues_count": 0,
+        "topics": ["hostile"], "license": {"spdx_id": "MIT"},
+        "created_at": "2020-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
+        "pushed_at": "2024-01-01T00:00:00Z", "archived": False,
+    }
+
+
+class Hostile:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.huge_bytes = int(args.huge_mb * 1024 * 1024)
+        self.url = ""
+        self.other = ""
+        self.counts: Counter[str] = Counter()
+        self.times: defaultdict[str, list[float]] = defaultdict(list)
+        self.bytes_sent: Counter[str] = Counter()
+        self._bomb: bytes | None = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     listener: str) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            writer.close()
+            return
+        try:
+            request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            method, target, _ = request_line.split(" ", 2)
+            parts = urlsplit(target)
+            await self.route(listener, method, parts.path, parse_qs(parts.query), writer, reader)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception as exc:  # a bug here must show in the server's stderr, not hang
+            import traceback
+
+            traceback.print_exc()
+            with contextlib.suppress(Exception):
+                await self.send(writer, "error", 500, [], repr(exc).encode(), "text/plain")
+        finally:
+            if not writer.is_closing():
+                writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def note(self, key: str) -> None:
+        self.counts[key] += 1
+        self.times[key].append(time.time())
+
+    async def send(self, writer: asyncio.StreamWriter, key: str, status: int,
+                   headers: list[tuple[str, str]], body: bytes = b"",
+                   content_type: str | None = HTML, length: bool = True) -> None:
+        reason = {200: "OK", 302: "Found", 404: "Not Found", 500: "Internal Server Error",
+                  503: "Service Unavailable"}.get(status, "Unknown")
+        lines = [f"HTTP/1.1 {status} {reason}", "Connection: close"]
+        if content_type:
+            lines.append(f"Content-Type: {content_type}")
+        if length:
+            lines.append(f"Content-Length: {len(body)}")
+        lines += [f"{k}: {v}" for k, v in [*headers, *getattr(writer, "rate_headers", [])]]
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        writer.write(data)
+        await writer.drain()
+        self.bytes_sent[key] += len(data)
+
+    async def stream(self, writer: asyncio.StreamWriter, key: str, total: int,
+                     with_length: bool) -> None:
+        head = ["HTTP/1.1 200 OK", "Connection: close", f"Content-Type: {HTML}"]
+        if with_length:
+            head.append(f"Content-Length: {total}")
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+        chunk = b"<p>" + b"x" * (CHUNK - 8) + b"</p>\n\n"
+        sent = 0
+        try:
+            await writer.drain()
+            while sent < total and not writer.is_closing():
+                piece = chunk[: total - sent]
+                writer.write(piece)
+                await writer.drain()
+                sent += len(piece)
+                self.bytes_sent[key] = sent
+        except ConnectionError:
+            pass
+
+    def stats(self) -> dict[str, Any]:
+        return {"counts": dict(self.counts), "times": dict(self.times),
+                "bytes_sent": dict(self.bytes_sent), "total": sum(self.counts.values())}
+
+    # ------------------------------------------------------------------ routes
+
+    async def route(self, listener: str, method: str, path: str, query: dict[str, list[str]],
+                    writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+        if path == "/_stats":
+            await self.send(writer, "_stats", 200, [], json.dumps(self.stats()).encode(), JSON)
+            return
+        if listener == "other":
+            key = f"other:{path}"
+            self.note(key)
+            body = page_html("Elsewhere, on another host",
+                             ["A page on another host, reached by a redirect."],
+                             [("/site/index.html", "Home of the other host")])
+            await self.send(writer, key, 200, [], body)
+            return
+        if path.startswith("/api/"):
+            await self.api(path, query, writer)
+            return
+        self.note(path)
+        if path == "/robots.txt":
+            await self.send(writer, path, 200, [], b"User-agent: *\nAllow: /\n", "text/plain")
+        elif path in ("/site/", "/site/index.html"):
+            await self.send(writer, path, 200, [], index_page())
+        elif path.startswith("/site/good"):
+            name = path.removeprefix("/site/")
+            if name not in GOOD_PAGES:
+                await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+                return
+            await self.send(writer, path, 200, [], good_page(GOOD_PAGES.index(name)))
+        elif path == "/site/storm.html":
+            await self.send(writer, path, 503, [], b"<h1>Service Unavailable</h1>")
+        elif path == "/site/reset.html":
+            await self.reset(writer, path)
+        elif path == "/site/hang.html":
+            await self.hang(writer, reader, path)
+        elif path == "/site/huge.html":
+            await self.stream(writer, path, self.huge_bytes, with_length=True)
+        elif path == "/site/huge-stream.html":
+            await self.stream(writer, path, self.huge_bytes, with_length=False)
+        elif path == "/site/badgzip.html":
+            await self.badgzip(writer, path)
+        elif path == "/site/gzipbomb.html":
+            await self.send(writer, path, 200, [("Content-Encoding", "gzip")], self.bomb())
+        elif path == "/site/loop-a.html":
+            await self.send(writer, path, 302, [("Location", "loop-b.html")])
+        elif path == "/site/loop-b.html":
+            await self.send(writer, path, 302, [("Location", "/site/loop-a.html")])
+        elif path.startswith("/site/chain/"):
+            try:
+                n = int(path.removeprefix("/site/chain/").removesuffix(".html"))
+            except ValueError:
+                n = 0
+            await self.send(writer, path, 302, [("Location", f"{n + 1}.html")])
+        elif path == "/site/offsite.html":
+            await self.send(writer, path, 302, [("Location", f"{self.other}/site/elsewhere.html")])
+        else:
+            await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+
+    async def reset(self, writer: asyncio.StreamWriter, key: str) -> None:
+        """Half the headers, then RST: SO_LINGER 0 makes close() abort the connection."""
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/ht")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    async def hang(self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
+                   key: str) -> None:
+        """Promise 100 000 bytes, send 1 000, then wait for the client to give up."""
+        head = (f"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: {HTML}\r\n"
+                "Content-Length: 100000\r\n\r\n").encode()
+        writer.write(head + b"<html><body><p>" + b"z" * 985)
+        await writer.drain()
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            await asyncio.wait_for(reader.read(), HANG_MAX_S)  # EOF when the client hangs up
+
+    async def badgzip(self, writer: asyncio.StreamWriter, key: str) -> None:
+        garbage = b"\x1f\x8b\x08\x00" + bytes((i * 37 + 11) % 256 for i in range(4000))
+        await self.send(writer, key, 200, [("Content-Encoding", "gzip")], garbage)
+
+    def bomb(self) -> bytes:
+        if self._bomb is None:
+            self._bomb = gzip.compress(b" " * self.huge_bytes, compresslevel=9, mtime=0)
+        return self._bomb
+
+    # ------------------------------------------------------------------ the API
+
+    async def api(self, path: str, query: dict[str, list[str]],
+                  writer: asyncio.StreamWriter) -> None:
+        q = (query.get("q") or [""])[0]
+        page = (query.get("page") or ["1"])[0]
+        if path == "/api/rate_limit":  # a generous budget: the hostility is elsewhere
+            self.note("api:rate_limit")
+            window = {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
+            body = json.dumps({"resources": {"core": window, "search": window}, "rate": window})
+            await self.send(writer, "api:rate_limit", 200, [], body.encode(), JSON)
+            return
+        key = f"api:{q}:{page}"
+        self.note(key)
+        if path != "/api/search/repositories":
+            await self.send(writer, key, 404, [], b'{"message": "Not Found"}', JSON)
+            return
+        writer.rate_headers = [  # type: ignore[attr-defined]  # read by send()
+            ("X-RateLimit-Limit", "5000"), ("X-RateLimit-Remaining", "4999"),
+            ("X-RateLimit-Used", "1"), ("X-RateLimit-Reset", str(int(time.time()) + 3600)),
+            ("X-RateLimit-Resource", "search")]
+        if q == "badjson":
+            await self.send(writer, key, 200, [], b'{"total_count": 3, "items": [{"id": ', JSON)
+        elif q == "htmlbody":
+            await self.send(writer, key, 200, [], b"<!DOCTYPE html><html><body><h1>Unicorn!"
+                            b"</h1></body></html>", HTML)
+        elif q == "nullitems":
+            await self.send(writer, key, 200, [], b'{"total_count": 0, "items": null}', JSON)
+        elif q == "scalaritems":
+            body = json.dumps({"total_count": 3, "items": [1, "two", None, repo(q, 1)]})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
+        elif q == "notobject":
+            await self.send(writer, key, 200, [], b"[1, 2, 3]", JSON)
+        elif q == "storm":
+            await self.send(writer, key, 503, [], b'{"message": "Service Unavailable"}', JSON)
+        elif q == "reset":
+            await self.reset(writer, key)
+        elif q == "badgzip":
+            await self.badgzip(writer, key)
+        elif q == "badlink":
+            body = json.dumps({"total_count": 9, "items": [repo(q, 1), repo(q, 2)]})
+            link = f'<{self.url}{path}?{urlencode({"q": q, "page": "abc"})}>; rel="next"'
+            await self.send(writer, key, 200, [("Link", link)], body.encode(), JSON)
+        else:  # good (and any other query): two pages of three and two repositories
+            items = [repo(q, n) for n in (range(3) if page == "1" else range(3, 5))]
+            headers = []
+            if page == "1":
+                next_url = f"{self.url}{path}?{urlencode({'q': q, 'page': 2})}"
+                headers.append(("Link", f'<{next_url}>; rel="next"'))
+            body = json.dumps({"total_count": 5, "incomplete_results": False, "items": items})
+            await self.send(writer, key, 200, headers, body.encode(), JSON)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    hostile = Hostile(args)
+    servers = []
+    urls: dict[str, str] = {}
+    for name, host in (("url", args.host), ("other", args.other_host)):
+        server = await asyncio.start_server(
+            lambda r, w, name=name: hostile.handle(r, w, name), host, 0, limit=HEAD_LIMIT,
+            backlog=256)
+        port = server.sockets[0].getsockname()[1]
+        urls[name] = f"http://{host}:{port}"
+        servers.append(server)
+    hostile.url, hostile.other = urls["url"], urls["other"]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    write_port_file(args.port_file, {**urls, "pid": os.getpid()})
+    parent = os.getppid()
+    while not stop.is_set():  # a killed test run must not leave us holding ports
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=1.0)
+        if os.getppid() != parent:
+            break
+    for server in servers:
+        server.close()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port-file", required=True, type=Path)
+    parser.add_argument("--host", default="127.0.0.5")
+    parser.add_argument("--other-host", default="127.0.0.6")
+    parser.add_argument("--huge-mb", type=float, default=100.0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    asyncio.run(serve(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Hostile servers: every bad answer is a counted, logged error and the worker carries on.
+
+The real ``scrapy crawl`` (exactly what a runner worker runs) against tests/fakes/hostile.py: a
+docs site whose index links to a 5xx storm, a connection reset, a response that never finishes,
+100 MB bodies, broken gzip, a gzip bomb, a redirect loop, an endless redirect chain and a
+redirect to another host, next to good pages; and a search API answering invalid JSON, HTML,
+``"items": null``, non-object results, an unusable ``Link``, a 503 storm, resets and broken gzip.
+The user's knobs are set as a user would: the spider's ``settings:`` map in collector.yaml.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fakes.hostile import API_QUERIES, GOOD_PAGES, HOSTILE_PAGES
+from tests.support import Collector
+
+MB = 1024 * 1024
+MAXSIZE = 16 * MB  # scraper/settings.py DOWNLOAD_MAXSIZE
+TIMEOUT_S = 3
+RETRIES = 2
+MEMORY_CEILING_MB = 200
+
+
+def error_lines(log: str) -> list[str]:
+    return [line for line in log.splitlines() if "] ERROR: " in line]
+
+
+def mentions(line: str, url: str) -> bool:
+    """``url`` appears in ``line`` as a whole URL (not as the prefix of a longer one)."""
+    return re.search(re.escape(url) + r"(?![\w./-])", line) is not None
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def run_watched(collector: Collector, spider: str, timeout: float) -> tuple[int, float, float]:
+    """Run ``scrapy crawl spider``; returns (exit status, seconds, peak RSS in MB)."""
+    started = time.time()
+    proc = collector.start_crawl(spider)
+    peak = 0.0
+    try:
+        while proc.poll() is None:
+            if time.time() - started > timeout:
+                proc.kill()
+                raise AssertionError(f"scrapy crawl {spider} still running after {timeout}s")
+            peak = max(peak, peak_rss_mb(proc.pid) or 0.0)
+            time.sleep(0.05)
+    finally:
+        _, err = proc.communicate()
+    assert "Traceback" not in err, err
+    return proc.returncode, time.time() - started, peak
+
+
+@pytest.mark.timeout(120)
+def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hostile: Any) -> None:
+    site = f"{fake_hostile.url()}/site/"
+    collector.configure(docs_urls=[site + "index.html"], spiders={"docs": {"settings": {
+        "DOWNLOAD_TIMEOUT": TIMEOUT_S, "RETRY_TIMES": RETRIES, "WORKER_STATE_INTERVAL": 1}}})
+    status, took, peak_mb = run_watched(collector, "docs", timeout=90)
+    log = collector.log("docs")
+    stats = collector.stats("docs")
+    served = fake_hostile.stats()
+    counts, sent = served["counts"], served["bytes_sent"]
+
+    # The worker carried on: exit 0, bounded time, every good page collected, nothing else.
+    assert status == 0, log[-3000:]
+    # hang.html: 3 attempts × 3 s timeout + 1 s + 2 s backoff is the critical path.
+    assert took < 60
+    assert stats.get("finish_reason") == "finished"
+    urls = sorted(item["url"] for item in collector.items("docs"))
+    assert urls == sorted([site + "index.html", *(site + page for page in GOOD_PAGES)])
+    assert "Traceback" not in log and "Spider error" not in log, log[-3000:]
+    assert "Error downloading" not in log  # Scrapy's multi-line form: every failure is one line
+
+    # One ERROR line per hostile page, naming it; no ERROR line about a good page.
+    errors = error_lines(log)
+    for page in HOSTILE_PAGES:
+        about = [line for line in errors if mentions(line, site + page)]
+        assert len(about) == 1, (page, about)
+    assert len(errors) == len(HOSTILE_PAGES), "\n".join(errors)
+    assert stats["log_count/ERROR"] == len(HOSTILE_PAGES)
+
+    # 5xx storm: retried RETRY_TIMES with backoff (1 s, then 2 s), then one "Gave up" line.
+    assert counts["/site/storm.html"] == RETRIES + 1
+    hits = served["times"]["/site/storm.html"]
+    gaps = [b - a for a, b in itertools.pairwise(hits)]
+    assert gaps[0] >= 0.9 and gaps[1] >= 1.8, gaps
+    assert stats["retry/reason_count/503 Service Unavailable"] == RETRIES
+    assert stats["httperror/response_ignored_status_count/503"] == 1
+    assert [line for line in errors if "Gave up retrying" in line and "storm.html" in line]
+    assert stats["retry/max_reached"] == 3  # storm, reset, hang
+
+    # Connection reset mid-headers, and a response that never finishes: retried, given up.
+    assert counts["/site/reset.html"] == RETRIES + 1
+    assert counts["/site/hang.html"] == RETRIES + 1
+    assert stats["downloader/exception_type_count/scrapy.exceptions.DownloadFailedError"] == 3
+    assert stats["downloader/exception_type_count/scrapy.exceptions.DownloadTimeoutError"] == 3
+    assert stats["docs/failed_requests/scrapy.exceptions.DownloadFailedError"] == 1
+    assert stats["docs/failed_requests/scrapy.exceptions.DownloadTimeoutError"] == 1
+    assert f"took longer than {TIMEOUT_S:.1f} seconds" in log
+
+    # 100 MB bodies: cut at DOWNLOAD_MAXSIZE, with and without Content-Length, memory sane.
+    assert f"larger than download max size ({MAXSIZE})" in log
+    assert log.count(f"larger than download max size ({MAXSIZE})") >= 2
+    assert stats["docs/failed_requests/scrapy.exceptions.DownloadCancelledError"] == 2
+    assert sent["/site/huge.html"] < 2 * MAXSIZE  # refused on its Content-Length
+    assert sent["/site/huge-stream.html"] < 3 * MAXSIZE  # cut after 16 MB arrived
+    print(f"\nhostile docs crawl: {took:.1f}s, peak RSS {peak_mb:.0f} MB, "
+          f"huge.html {sent['/site/huge.html'] / MB:.1f} MB sent, huge-stream.html "
+          f"{sent['/site/huge-stream.html'] / MB:.1f} MB sent")
+    assert peak_mb < MEMORY_CEILING_MB, f"peak RSS {peak_mb:.0f} MB"
+    assert stats["memusage/max"] < MEMORY_CEILING_MB * MB
+    assert collector.worker_state("docs")["uss_mb"] < MEMORY_CEILING_MB
+
+    # Broken gzip and a gzip bomb: one counted failure each.
+    assert stats["docs/failed_requests/zlib.error"] == 1
+    assert stats["docs/failed_requests/scrapy.exceptions.IgnoreRequest"] == 1
+    assert "exceeded DOWNLOAD_MAXSIZE" in log
+
+    # Redirect loop and endless chain: stopped, counted, logged.
+    assert stats["redirect/loop"] == 1
+    assert stats["redirect/max_reached"] == 1
+    assert counts["/site/loop-a.html"] == 1 and counts["/site/loop-b.html"] == 1
+    chain = [key for key in counts if key.startswith("/site/chain/")]
+    assert len(chain) == 11  # REDIRECT_MAX_TIMES = 10 redirects followed, then refused
+
+    # A redirect to another host: not collected as this site's page, counted, logged.
+    assert stats["docs/offsite_redirects"] == 1
+    assert not any(fake_hostile.url("other") in url for url in urls)
+
+    # Every failure is in the per-spider count.
+    assert stats["docs/failed_requests"] == len(HOSTILE_PAGES) - 2  # not storm, not offsite
+
+
+@pytest.mark.timeout(90)
+def test_search_crawl_survives_bad_api_answers(collector: Collector, fake_hostile: Any) -> None:
+    collector.configure(spiders={"search": {
+        "queries": list(API_QUERIES), "per_page": 3,
+        "settings": {"DOWNLOAD_TIMEOUT": TIMEOUT_S, "RETRY_TIMES": RETRIES}}})
+    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
+                    api_url=f"{fake_hostile.url()}/api")
+    status, took, _ = run_watched(collector, "search", timeout=60)
+    log = collector.log("search")
+    stats = collector.stats("search")
+
+    assert status == 0, log[-3000:]
+    assert took < 45
+    assert "Traceback" not in log and "Spider error" not in log, log[-3000:]
+    assert "Error downloading" not in log
+    names = sorted(item["full_name"] for item in collector.items("search"))
+    # good: both pages; scalaritems: its one real object; badlink: its page, then it stops.
+    assert names == sorted([*(f"hostile/good-repo-{n}" for n in range(5)),
+                            "hostile/scalaritems-repo-1",
+                            "hostile/badlink-repo-1", "hostile/badlink-repo-2"])
+    # badjson, htmlbody, nullitems, notobject, badlink: each one counted bad response
+    assert stats["search/bad_responses"] == 5
+    assert stats["search/bad_results"] == 3
+    assert stats["retry/reason_count/503 Service Unavailable"] == RETRIES
+    assert stats["search/failed_requests/scrapy.exceptions.DownloadFailedError"] == 1
+    assert stats["search/failed_requests/zlib.error"] == 1
+    errors = error_lines(log)
+    for query in API_QUERIES:
+        about = [line for line in errors if f"q={query}&" in line or f"{query!r}" in line]
+        assert len(about) == (0 if query == "good" else 1), (query, about)
+    served = fake_hostile.stats()["counts"]
+    assert served["api:storm:1"] == RETRIES + 1
+    assert "api:badlink:abc" not in served  # the unusable next link was not followed
+
+
+def generous_budget(collector: Collector, **github: Any) -> None:
+    """The GitHub budget's first guess as generous as the fake's limits: no pacing here."""
+    config = yaml.safe_load(collector.config_path.read_text())
+    config["github"] = {**config.get("github", {}), **github,
+                        "limits": {"search": {"limit": 100000, "window": 60},
+                                   "core": {"limit": 100000, "window": 3600}}}
+    collector.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("fake_github", [{"search_limit": 100000, "core_limit": 100000}],
+                         indirect=True)
+def test_search_crawl_with_fake_github_bad_answers(collector: Collector,
+                                                   fake_github: Any) -> None:
+    """The fake GitHub's own bad answers: invalid JSON, HTML instead of JSON, a 500 storm."""
+    collector.configure(github=fake_github, spiders={"search": {
+        "queries": ["few", "badjson", "htmlbody", "boom500"],
+        "settings": {"RETRY_TIMES": RETRIES}}})
+    generous_budget(collector)
+    result = collector.crawl("search", timeout=60)
+    log = collector.log("search")
+    stats = collector.stats("search")
+    assert result.returncode == 0, log[-3000:]
+    assert "Traceback" not in log + result.stderr
+    assert len(collector.items("search")) == 7  # "few" has seven results
+    assert stats["search/bad_responses"] == 2
+    assert stats["retry/reason_count/500 Internal Server Error"] == RETRIES
+    assert stats["httperror/response_ignored_status_count/500"] == 1
+    errors = error_lines(log)
+    assert len([line for line in errors if "'badjson'" in line]) == 1
+    assert len([line for line in errors if "'htmlbody'" in line]) == 1
+    assert len([line for line in errors if "Gave up retrying" in line and "boom500" in line]) == 1
+    assert len(errors) == 3, "\n".join(errors)
