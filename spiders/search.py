@@ -74,7 +74,9 @@ class SearchSpider(CollectorSpider):
             self.logger.warning("search %r ended: GitHub answered 422 at %s", query, response.url)
             return
         if response.status == 304:
+            # Unchanged since a round that collected it: no items, but later pages may differ.
             self.crawler.stats.inc_value("search/not_modified")
+            yield from self.follow_next(response, query)
             return
         try:
             body = json.loads(response.body)
@@ -93,17 +95,22 @@ class SearchSpider(CollectorSpider):
                               query, len(results) - len(repos), len(results), response.url)
         for repo in repos:
             yield self.stamp(self.item(query, repo))
+        yield from self.follow_next(response, query)
+
+    def follow_next(self, response: Response, query: str) -> Iterator[scrapy.Request]:
+        """The ``rel="next"`` page, never one that starts past GitHub's result cap."""
         link = next_link(response.headers.get("Link", b"").decode("latin-1"))
-        if link:
-            try:
-                start = first_result_index(link, self.config.search.per_page)
-            except ValueError as exc:
-                self.crawler.stats.inc_value("search/bad_responses")
-                self.logger.error("search %r ended: unusable next link %r at %s (%s)", query,
-                                  link, response.url, exc)
-                return
-            if start < RESULTS_CAP:
-                yield self.page_request(link, query)
+        if not link:
+            return
+        try:
+            start = first_result_index(link, self.config.search.per_page)
+        except ValueError as exc:
+            self.crawler.stats.inc_value("search/bad_responses")
+            self.logger.error("search %r ended: unusable next link %r at %s (%s)", query,
+                              link, response.url, exc)
+            return
+        if start < RESULTS_CAP:
+            yield self.page_request(link, query)
 
     @staticmethod
     def item(query: str, repo: dict[str, Any]) -> SearchRepoItem:

@@ -40,7 +40,7 @@ from scraper.budget.limits import PauseDecision, RateHeaders, pause_for
 from scraper.stores.sqlite import open_store
 
 KIND = "budget"
-VERSION = 1
+VERSION = 2  # 2: etags.link
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS buckets (
     identity TEXT NOT NULL,          -- sha256 of the token, 'anonymous', or a web host
@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS etags (
     url TEXT NOT NULL,
     etag TEXT NOT NULL,
     seen_at REAL NOT NULL,
+    link TEXT,                        -- the page's Link header: a 304 goes on to the next page
     PRIMARY KEY (identity, url)
 );
 """
@@ -535,9 +536,19 @@ class BudgetStore:
                                  (identity, url)).fetchone()
         return row[0] if row else None
 
-    def remember_etag(self, identity: str, url: str, etag: str) -> None:
-        self._conn.execute("INSERT OR REPLACE INTO etags VALUES (?, ?, ?, ?)",
-                           (identity, url, etag, self.clock()))
+    def etag_link(self, identity: str, url: str) -> str | None:
+        """The ``Link`` header the page had when its ETag was remembered."""
+        row = self._conn.execute("SELECT link FROM etags WHERE identity = ? AND url = ?",
+                                 (identity, url)).fetchone()
+        return row[0] if row else None
+
+    def remember_etags(self, identity: str, pages: dict[str, tuple[str, str | None]]) -> None:
+        """``url → (etag, link)`` of pages whose items are all written, in one transaction."""
+        now = self.clock()
+        with self._tx():
+            self._conn.executemany("INSERT OR REPLACE INTO etags VALUES (?, ?, ?, ?, ?)",
+                                   [(identity, url, etag, now, link)
+                                    for url, (etag, link) in pages.items()])
 
     # --- reading ----------------------------------------------------------------------------------
 

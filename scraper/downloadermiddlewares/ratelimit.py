@@ -129,6 +129,7 @@ class GitHubBudgetMiddleware:
                          BucketSpec(guess.limit, guess.window, probe=probe))
         store.define(self.web_key, BucketSpec(None, github.web_min_interval))
         self._credentials_rejected = False
+        self._etags_seen: dict[str, tuple[str, str | None]] = {}  # url → (etag, link)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GitHubBudgetMiddleware:
@@ -149,7 +150,11 @@ class GitHubBudgetMiddleware:
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
 
-    def spider_closed(self) -> None:
+    def spider_closed(self, reason: str) -> None:
+        # A page's ETag means "its items are collected": only a round that finished made sure
+        # of that for every page it saw. After a cut-short round every page is asked afresh.
+        if reason == "finished" and self._etags_seen:
+            self.store.remember_etags(self.identity, self._etags_seen)
         self.store.release_process()
         self.store.close()
 
@@ -321,10 +326,17 @@ class GitHubBudgetMiddleware:
         assert stats is not None
         if not_modified:
             stats.inc_value("github_budget/not_modified")
+            # GitHub's 304 has no body and may lack Link: hand the spider the one remembered
+            # with the ETag, so paging goes on to pages that may have changed.
+            link = self.store.etag_link(self.identity, request.url)
+            if link and b"Link" not in response.headers:
+                response.headers[b"Link"] = link.encode("latin-1")
         elif route.api and response.status == 200 and self.conditional:
             etag = response.headers.get(b"ETag")
             if etag and request.method == "GET":
-                self.store.remember_etag(self.identity, request.url, etag.decode("latin-1"))
+                link = response.headers.get(b"Link")
+                self._etags_seen[request.url] = (etag.decode("latin-1"),
+                                                 link.decode("latin-1") if link else None)
         return response
 
     @staticmethod
