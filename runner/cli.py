@@ -80,6 +80,14 @@ def _spider_list(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _redis_url(text: str) -> str:
+    from scraper.distributed.wiring import REDIS_URL_HELP, REDIS_URL_RE
+
+    if not REDIS_URL_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {REDIS_URL_HELP}")
+    return text
+
+
 def _config_option(parser: argparse.ArgumentParser, default: object) -> None:
     parser.add_argument("--config", metavar="PATH", default=default,
                         help="collector.yaml to use (else $COLLECTOR_CONFIG, ./collector.yaml)")
@@ -99,11 +107,16 @@ def build_parser() -> OneLineParser:
                      help="every worker runs one round; exit 0 if all succeeded")
     run.add_argument("--memory-budget", type=_size, metavar="SIZE")
     run.add_argument("--force", action="store_true", help="start even if memory looks short")
+    run.add_argument("--redis-url", type=_redis_url, metavar="URL",
+                     help="distributed mode: share work, dedup and budget through this Redis "
+                          "(else config redis_url)")
     run.set_defaults(handler=cmd_run)
 
     status = sub.add_parser("status", help="one row per worker, and totals")
     _config_option(status, argparse.SUPPRESS)
     status.add_argument("--json", action="store_true")
+    status.add_argument("--redis-url", type=_redis_url, metavar="URL",
+                        help="show this Redis's cluster (else the runner's, config redis_url)")
     status.set_defaults(handler=cmd_status)
 
     stop = sub.add_parser("stop", help="SIGTERM the running runner and wait until it is gone")
@@ -170,13 +183,23 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.supervisor import Supervisor, preload
 
     layout = DataLayout(config.data_dir)
-    plan = make_plan(config, args.workers, args.spiders)
+    try:
+        redis_url = _distributed_mode(args.redis_url, config)
+    except UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    plan = make_plan(config, args.workers, args.spiders, shared_queue=bool(redis_url))
     print(plan.describe(), flush=True)
     if plan.total == 0:
         print(f"{PROG}: nothing to run: the chosen spiders have no start entries or weight 0",
               file=sys.stderr)
         return USAGE_ERROR
-    preload()
+    if redis_url:
+        from runner.supervisor import DISTRIBUTED_MODULES
+
+        preload(DISTRIBUTED_MODULES)
+    else:
+        preload()
     budget, source = memory_budget(args.memory_budget or config.memory_budget)
     guard = MemoryGuard(layout.state_dir / "memory.json", budget, source)
     estimate = guard.estimate(plan.total)
@@ -198,6 +221,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         config, plan, guard, once=args.once,
         config_path=str(config_path.absolute()) if config_path else None,
         command=[sys.executable, "-m", "runner", *sys.argv[1:]],
+        redis_url=redis_url,
     )
     try:
         return supervisor.run()
@@ -205,13 +229,48 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         pidfile.release()
 
 
+def _distributed_mode(flag: str | None, config: CollectorConfig) -> str | None:
+    """The Redis URL (``--redis-url``, else $COLLECTOR_REDIS_URL, else the config's), passed to
+    every worker through $COLLECTOR_REDIS_URL, which ``scrapy crawl`` honours: a worker stays
+    exactly ``scrapy crawl SPIDER -a shard=i/N``. None: one machine."""
+    import importlib.util
+
+    from scraper.distributed.keys import REDIS_URL_ENV
+    from scraper.distributed.wiring import redis_url
+
+    if flag:
+        os.environ[REDIS_URL_ENV] = flag
+    try:
+        url = redis_url(config)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not url:
+        return None
+    if importlib.util.find_spec("scrapy_redis") is None:
+        raise UsageError("--redis-url needs scrapy-redis: pip install -e '.[redis]'")
+    os.environ[REDIS_URL_ENV] = url
+    from scraper.distributed.registry import mask, quick_client
+
+    client = quick_client(url)
+    try:
+        client.ping()
+    except Exception as exc:  # workers wait for it; say so once, here
+        print(f"{PROG}: warning: Redis {mask(url)} is not reachable now ({exc}); the workers "
+              "wait for it", file=sys.stderr)
+    finally:
+        client.close()
+    return url
+
+
 # --- status and stop ------------------------------------------------------------------------------
 
 
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.status import collect_status, render_status
+    from scraper.distributed.keys import REDIS_URL_ENV
 
-    status = collect_status(DataLayout(config.data_dir))
+    redis_url = args.redis_url or os.environ.get(REDIS_URL_ENV) or config.redis_url
+    status = collect_status(DataLayout(config.data_dir), redis_url)
     print(json.dumps(status, indent=1, default=str) if args.json else render_status(status))
     return 0
 

@@ -82,9 +82,14 @@ def allocate(requested: int, weights: dict[str, int], caps: dict[str, int]) -> d
 
 
 def make_plan(config: CollectorConfig, workers: int,
-              spiders: Sequence[str] = SPIDER_NAMES) -> Plan:
+              spiders: Sequence[str] = SPIDER_NAMES, *, shared_queue: bool = False) -> Plan:
     weights = {s: config.spider(s).weight for s in spiders}
     caps = {s: len(config.spider(s).start_entries()) for s in spiders}
+    if shared_queue and "docs" in caps and caps["docs"]:
+        # Distributed mode: docs workers pull pages from one shared queue, so any number of them
+        # has work, not one per start URL. (trending and search stay capped: their start
+        # entries are their parallelism — one page, or one chain of pages, each.)
+        caps["docs"] = workers
     counts = allocate(workers, weights, caps)
     ordered = dict(sorted(((s, k) for s, k in counts.items() if k > 0),
                           key=lambda sk: (-sk[1], list(spiders).index(sk[0]))))

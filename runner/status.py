@@ -107,6 +107,10 @@ def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str
         from scraper.distributed.registry import cluster_status
 
         status["cluster"] = cluster_status(redis_url)
+        if status["cluster"].get("reachable"):  # the budget in effect is the cluster's
+            from runner.cluster import budget_rows as cluster_budget_rows
+
+            status["budget"] = cluster_budget_rows(status["cluster"]["budget"], time.time())
     return status
 
 

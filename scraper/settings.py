@@ -99,3 +99,9 @@ REDIRECT_MAX_TIMES = 10
 
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 FEED_EXPORT_ENCODING = "utf-8"
+
+# --- distributed mode (scraper/distributed/, docs/distributed.md): off without a Redis URL -------
+# A Redis URL (config redis_url, or $COLLECTOR_REDIS_URL from `python -m runner --redis-url`)
+# makes `scrapy crawl` switch the scheduler, dupefilter, dedup stores and GitHub budget to Redis
+# (scraper/distributed/wiring.py); nothing below is read in the one-machine mode.
+REDIS_KEY_PREFIX = "hubcollect"  # every key starts with it: collectors can share one Redis

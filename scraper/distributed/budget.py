@@ -1,0 +1,247 @@
+"""The GitHub budget on Redis: two machines on one token share one budget, never exceed it.
+
+The rules are the budget's own, unchanged: :class:`RedisBudgetStore` *is* a
+:class:`~scraper.budget.store.BudgetStore` — booking, claiming, pacing, header sync, pauses,
+probes — running on an in-memory copy of the budget's tables. What changes is the transaction:
+
+* ``BEGIN IMMEDIATE`` on a file becomes ``SET {p}:budget:lock token NX PX`` (spinning a few
+  milliseconds while another worker holds it);
+* the tables are loaded from ``{p}:budget:state`` (one JSON snapshot — a few buckets and the
+  tickets in flight, a few KB), the store's method runs on them, and the snapshot is written
+  back by a script that checks the lock is still this worker's token (a holder that stalled past
+  ``BUDGET_LOCK_TTL`` has its write refused and its call retried) and releases it.
+
+So each read-modify-write is atomic across every worker of every machine, and the semantics are
+the store's by construction, not a second implementation. Tickets belong to a cluster-wide
+process id (:func:`~scraper.distributed.connection.process_id`); a ticket's process is alive
+while its ``{p}:proc:{id}`` key is (heartbeats), which replaces the local ``kill(pid, 0)``.
+ETags live in ``{p}:budget:etag:*`` keys with a 30-day TTL.
+
+Anonymous budgets are per IP address at GitHub; here they are one budget for the cluster —
+conservative (never over any machine's limit), so give the cluster a token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from scraper.budget.limits import RateHeaders, limit_kind, retry_after_seconds
+from scraper.budget.store import SCHEMA, BudgetStore, read_buckets
+from scraper.config import load_config
+from scraper.distributed import keys as defaults
+from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
+from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.downloadermiddlewares.ratelimit import (
+    TICKET_META,
+    GitHubBudgetMiddleware,
+    body_text,
+)
+
+SKIPPED_TABLES = frozenset({"meta", "etags"})
+"""Not in the snapshot: ``meta`` is the local file's label, ETags have their own keys."""
+
+SAVE = """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+LOCK_WAIT = 10.0
+LOCK_SPIN = 0.002
+
+
+class BudgetLockLost(RedisUnavailable):
+    """The lock lapsed before the write: nothing was written; the call is made again."""
+
+
+def dump_tables(conn: sqlite3.Connection) -> str:
+    tables = {}
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        if name in SKIPPED_TABLES:
+            continue
+        cursor = conn.execute(f'SELECT * FROM "{name}"')
+        tables[name] = {"columns": [d[0] for d in cursor.description], "rows": cursor.fetchall()}
+    return json.dumps(tables, separators=(",", ":"))
+
+
+def restore_tables(conn: sqlite3.Connection, raw: bytes | str | None) -> None:
+    """Replace the in-memory tables with a snapshot (columns matched by name)."""
+    data = json.loads(raw) if raw else {}
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        if name in SKIPPED_TABLES:
+            continue
+        conn.execute(f'DELETE FROM "{name}"')
+        table = data.get(name)
+        if not table:
+            continue
+        have = {row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')}
+        picks = [i for i, column in enumerate(table["columns"]) if column in have]
+        if not picks:
+            continue
+        columns = ", ".join(f'"{table["columns"][i]}"' for i in picks)
+        marks = ", ".join("?" for _ in picks)
+        conn.executemany(f'INSERT INTO "{name}" ({columns}) VALUES ({marks})',
+                         [[row[i] for i in picks] for row in table["rows"]])
+
+
+def read_redis_buckets(client: Any, keys: Keys) -> list[dict[str, Any]]:
+    """Every bucket with its tickets waiting / in flight, as the SQLite store reports them."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(SCHEMA)
+        restore_tables(conn, client.get(keys.budget_state))
+        return read_buckets(conn)
+    finally:
+        conn.close()
+
+
+class RedisBudgetStore(BudgetStore):
+    def __init__(self, link: RedisLink, keys: Keys, **kwargs: Any) -> None:
+        self.link = link
+        self.keys = keys
+        kwargs.setdefault("pid", process_id())
+        kwargs.setdefault("alive", self._alive)
+        # The store's own set-up, on an in-memory database: the working copy of the tables.
+        super().__init__(Path(":memory:"), **kwargs)
+        self._save_script = link.client.register_script(SAVE)
+        self._release_script = link.client.register_script(RELEASE)
+
+    def _alive(self, pid: int) -> bool:
+        return bool(self.link.client.exists(self.keys.proc(pid)))
+
+    def _acquire(self) -> str:
+        token = secrets.token_hex(8)
+        ttl_ms = int(defaults.BUDGET_LOCK_TTL * 1000)
+        deadline = time.monotonic() + LOCK_WAIT
+        while not self.link.client.set(self.keys.budget_lock, token, nx=True, px=ttl_ms):
+            if time.monotonic() > deadline:
+                raise BudgetLockLost("the GitHub budget's lock stayed taken")
+            time.sleep(LOCK_SPIN)  # a transaction is a few round trips: worth a short spin
+        return token
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        token = self._acquire()
+        saved = False
+        try:
+            restore_tables(self._conn, self.link.client.get(self.keys.budget_state))
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            saved = bool(self._save_script(keys=[self.keys.budget_state, self.keys.budget_lock],
+                                           args=[token, dump_tables(self._conn)]))
+            if not saved:
+                raise BudgetLockLost("the GitHub budget's lock lapsed during a transaction")
+        finally:
+            if not saved:
+                with contextlib.suppress(RedisUnavailable):  # else it lapses on its own
+                    self._release_script(keys=[self.keys.budget_lock], args=[token])
+
+    # ETags (and the Link header each came with) are a key per page, not snapshot rows: there
+    # is one per search page, and every budget transaction loads the whole snapshot.
+
+    def _etag_entry(self, identity: str, url: str) -> list[str | None]:
+        raw = self.link.client.get(self.keys.etag(identity, url))
+        return json.loads(raw) if raw else [None, None]
+
+    def etag(self, identity: str, url: str) -> str | None:
+        return self._etag_entry(identity, url)[0]
+
+    def etag_link(self, identity: str, url: str) -> str | None:
+        return self._etag_entry(identity, url)[1]
+
+    def remember_etags(self, identity: str, pages: dict[str, tuple[str, str | None]]) -> None:
+        pipe = self.link.client.pipeline(transaction=True)
+        for url, (etag, link) in pages.items():
+            pipe.set(self.keys.etag(identity, url), json.dumps([etag, link]),
+                     ex=defaults.ETAG_TTL)
+        with contextlib.suppress(RedisUnavailable):  # at close: next round asks afresh
+            pipe.execute()
+
+    def release_process(self) -> None:
+        # At close. With Redis away, this process's tickets lapse with its process key.
+        with contextlib.suppress(RedisUnavailable):
+            super().release_process()
+
+    def buckets(self) -> list[dict[str, Any]]:
+        return read_redis_buckets(self.link.client, self.keys)
+
+
+class RedisGitHubBudgetMiddleware(GitHubBudgetMiddleware):
+    """The budget middleware with the Redis store, pausing (not failing) while Redis is away."""
+
+    link: RedisLink
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisGitHubBudgetMiddleware:
+        settings = crawler.settings
+        if not settings.getbool("GITHUB_BUDGET_ENABLED", True):
+            raise NotConfigured("GITHUB_BUDGET_ENABLED is off")
+        github = load_config(settings.get("COLLECTOR_CONFIG")).github
+        link = get_link(settings["REDIS_URL"])
+        store = RedisBudgetStore(
+            link, Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX),
+            reset_guard=settings.getfloat("GITHUB_BUDGET_RESET_GUARD", 0.5),
+            min_interval=settings.getfloat("GITHUB_BUDGET_MIN_INTERVAL", 0.05),
+            backoff_start=settings.getfloat("GITHUB_BUDGET_BACKOFF_START", 60.0),
+            backoff_max=settings.getfloat("GITHUB_BUDGET_BACKOFF_MAX", 3600.0),
+        )
+        middleware = cls(crawler, github, store,
+                         conditional=settings.getbool("GITHUB_BUDGET_CONDITIONAL", True),
+                         probe=settings.getbool("GITHUB_BUDGET_PROBE", True))
+        middleware.link = link
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    async def process_request(self, request: Request) -> Request | None:
+        while True:
+            if (not self.link.up and self.route(request) is not None
+                    and not await self.link.wait_until_up(self._closing)):
+                return self._unsent(request)
+            try:
+                return await super().process_request(request)
+            except RedisUnavailable:
+                # A ticket booked before the failure stays booked until this worker closes:
+                # the budget is under-used a little, never over-spent.
+                continue
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        try:
+            return super().process_response(request, response)
+        except RedisUnavailable:
+            # The ticket stays "in flight" in Redis until its lease ends (counted as spent).
+            if response.status in (403, 429):
+                rate = RateHeaders.parse(self._header(response))
+                retry_after = retry_after_seconds(self._header(response)("retry-after"))
+                if limit_kind(response.status, rate, retry_after, body_text(response)):
+                    retry = request.replace(dont_filter=True)  # asked again once Redis is back
+                    retry.meta.pop(TICKET_META, None)
+                    return retry
+            return response
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        with contextlib.suppress(RedisUnavailable):
+            super().process_exception(request, exception)

@@ -1,0 +1,150 @@
+"""Content-hash dedup on Redis: the same rule as on one machine, for every machine at once.
+
+On one machine a hash is stored once its item is written, and an item whose hash is stored (or
+in flight in this process) is dropped. Across machines "in flight" must be shared too, or two
+workers would both write a page that sits under two URLs. So:
+
+* ``process_item`` *claims* the hash — one script: not in ``contenthash`` (written items) and
+  ``SET claim:{hash} worker NX EX CLAIM_TTL`` — or drops the item as a duplicate;
+* once the item is written (``item_scraped``) the claim is *confirmed*: the hash goes into
+  ``contenthash`` and the claim is deleted (write-behind: never lost, see :mod:`writebehind`);
+* an item that is not written after all (a later pipeline failed) releases its claim.
+
+A worker killed between claim and write leaves a claim that lapses after ``CLAIM_TTL``: that
+content is collected by a later round, never lost. A kill between write and confirm may let the
+content be written once more after the claim lapses — the same "duplicate a line, never lose
+one" as on one machine. The store is per spider for the whole cluster (one machine: per
+spider-shard).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
+
+from pipelines.contenthash import ContentHashPipeline
+from scraper.distributed import keys as defaults
+from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
+from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.worker import write_behind
+from scraper.distributed.writebehind import WriteBehind
+from scraper.exceptions import DuplicateItem
+from scraper.items import content_hash
+
+# Idempotent for its owner: a claim whose answer was lost (a timeout) is asked again, and
+# must not then find its own claim and drop the item as a duplicate.
+CLAIM = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
+local holder = redis.call('GET', KEYS[2])
+if holder == ARGV[2] then return 1 end
+if holder then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', tonumber(ARGV[3]))
+return 1
+"""
+
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisContentHashStore:
+    def __init__(self, link: RedisLink, keys: Keys, spider: str, writes: WriteBehind, *,
+                 owner: str, claim_ttl: int = defaults.CLAIM_TTL) -> None:
+        self.link, self.keys, self.spider, self.writes = link, keys, spider, writes
+        self.owner = owner
+        self.claim_ttl = claim_ttl
+        self._claim = link.client.register_script(CLAIM)
+
+    def claim(self, digest: str) -> bool:
+        """True if this worker may write the content (raises RedisUnavailable)."""
+        return bool(self._claim(keys=[self.keys.contenthash(self.spider),
+                                      self.keys.claim(self.spider, digest)],
+                                args=[digest, self.owner, self.claim_ttl]))
+
+    def confirm(self, digest: str, collected_at: str) -> None:
+        self.writes.submit(["HSET", self.keys.contenthash(self.spider), digest, collected_at],
+                           self._release_command(digest))
+
+    def release(self, digest: str) -> None:
+        self.writes.submit(self._release_command(digest))
+
+    def _release_command(self, digest: str) -> list[str]:
+        return ["EVAL", RELEASE, "1", self.keys.claim(self.spider, digest), self.owner]
+
+    def __contains__(self, digest: str) -> bool:
+        return bool(self.link.client.hexists(self.keys.contenthash(self.spider), digest))
+
+    def close(self) -> None:
+        """Nothing of its own: writes go through the worker's write-behind."""
+
+
+class RedisContentHashPipeline(ContentHashPipeline):
+    store: RedisContentHashStore  # type: ignore[assignment]
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisContentHashPipeline:
+        return cls(crawler)
+
+    def open_spider(self) -> None:
+        settings, spider = self.crawler.settings, self.crawler.spider
+        link = get_link(settings["REDIS_URL"])
+        self.link = link
+        self.store = RedisContentHashStore(
+            link, Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX), spider.name,
+            write_behind(self.crawler), owner=str(process_id()),
+            claim_ttl=settings.getint("DISTRIBUTED_CLAIM_TTL", defaults.CLAIM_TTL))
+
+    def close_spider(self) -> None:
+        for digest in list(self.in_flight):  # claimed, never written: free them at once
+            self.store.release(digest)
+        self.in_flight.clear()
+
+    async def process_item(self, item: scrapy.Item) -> scrapy.Item:  # type: ignore[override]
+        digest = content_hash(item)
+        item["content_hash"] = digest
+        if digest in self.in_flight:
+            return self._duplicate(digest)
+        while True:
+            try:
+                claimed = self.store.claim(digest)
+                break
+            except RedisUnavailable:
+                # Pause this item (and, as the scraper fills up, the crawl) until Redis is back;
+                # at a stop, leave the page for the next round instead of risking a duplicate.
+                if not await self.link.wait_until_up(self._closing):
+                    self.stats.inc_value("contenthash/unchecked_at_close")
+                    raise DropItem("Redis unreachable at close: not written; the page is "
+                                   "fetched again next round", log_level="INFO") from None
+        if not claimed:
+            return self._duplicate(digest)
+        self.in_flight.add(digest)
+        return item
+
+    def _duplicate(self, digest: str) -> Any:
+        self.stats.inc_value("contenthash/dropped")
+        raise DuplicateItem(f"content already collected ({digest[:12]})", log_level="DEBUG")
+
+    def item_scraped(self, item: Any, **kwargs: Any) -> None:
+        digest = item.get("content_hash")
+        if digest in self.in_flight:
+            self.in_flight.discard(digest)
+            self.store.confirm(digest, item.get("collected_at") or "")
+            self.stats.inc_value("contenthash/stored")
+
+    def item_failed(self, item: Any, exception: BaseException | None = None,
+                    **kwargs: Any) -> None:
+        # A second copy dropped as a duplicate must not free the first copy's claim.
+        if isinstance(exception, DuplicateItem):
+            return
+        digest = item.get("content_hash")
+        if digest in self.in_flight:
+            self.in_flight.discard(digest)
+            self.store.release(digest)
+
+    def _closing(self) -> bool:
+        engine = self.crawler.engine
+        return engine is None or not engine.running

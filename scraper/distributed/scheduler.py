@@ -1,0 +1,174 @@
+"""scrapy-redis's Scheduler, thin: persistent, busy-marking, and calm when Redis is away.
+
+What upstream's ``scrapy_redis.scheduler.Scheduler`` (0.9.1) does here that would hurt:
+
+* ``SCHEDULER_PERSIST`` defaults to False: the first worker to close deletes the queue and
+  dupefilter every other worker is still using. Here persist is always on (the round's seeding
+  clears the dupefilter; a drained queue is empty anyway).
+* ``from_settings`` pings Redis and fails the crawl if it is down at start: here the worker
+  starts and waits.
+* any Redis error inside ``enqueue_request``/``next_request`` kills the request (or the engine
+  loop): here, while Redis is unreachable, new requests wait in a local buffer (sent, in order,
+  once it is back), ``next_request`` hands out nothing and ``has_pending_requests`` says yes, so
+  the worker pauses instead of finishing its round early;
+* its dupefilter check and push are two commands: a timeout between them (the answer lost, the
+  command perhaps run) would drop the request as "seen" on retry. Here they are one script, and
+  pops are answered again when retried (:mod:`scraper.distributed.rounds`), so a timed-out call
+  is simply made again.
+
+The queue is upstream's priority queue; its pop also marks this worker busy in the same script
+(see :mod:`scraper.distributed.rounds`), so no worker ever holds work the others can't see.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.utils.misc import load_object
+from scrapy_redis.queue import PriorityQueue
+from scrapy_redis.scheduler import Scheduler
+
+from scraper.distributed.connection import RedisUnavailable, get_link
+from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.rounds import get_round
+
+logger = logging.getLogger("scraper.distributed")
+
+
+ENQUEUE = """
+if ARGV[1] == '' or redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
+class RoundQueue(PriorityQueue):
+    """Upstream's priority queue; a pop marks the worker busy in the same Lua script."""
+
+    def pop(self, timeout: int = 0) -> Request | None:
+        spider_round = get_round(self.server.link, Keys(_prefix(self.spider)), self.spider.name)
+        data = spider_round.pop_request(self.key)
+        return self._decode_request(data) if data else None
+
+
+def _prefix(spider: Spider) -> str:
+    return spider.crawler.settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX
+
+
+class RedisScheduler(Scheduler):
+    def __init__(self, server: Any, **kwargs: Any) -> None:
+        kwargs["persist"] = True
+        super().__init__(server, **kwargs)
+        # Requests that could not be queued while Redis was away, oldest first.
+        self.buffer: deque[Request] = deque()
+        self._enqueue_script = server.register_script(ENQUEUE)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
+        settings = crawler.settings
+        kwargs: dict[str, Any] = {
+            "flush_on_start": False,
+            "idle_before_close": 0,  # a blocking pop would block the reactor
+            "queue_key": settings["SCHEDULER_QUEUE_KEY"],
+            "queue_cls": settings["SCHEDULER_QUEUE_CLASS"],
+            "dupefilter_key": settings["SCHEDULER_DUPEFILTER_KEY"],
+            "dupefilter_cls": settings["DUPEFILTER_CLASS"],
+        }
+        serializer = settings.get("SCHEDULER_SERIALIZER")
+        if serializer:
+            kwargs["serializer"] = load_object(serializer) if "." in serializer else serializer
+        # No ping here (upstream's from_settings pings): a worker started while Redis is away
+        # waits for it instead of failing its round.
+        scheduler = cls(get_link(settings["REDIS_URL"]).client, **kwargs)
+        scheduler.stats = crawler.stats
+        return scheduler
+
+    def open(self, spider: Spider) -> None:
+        # Upstream's, minus its flush_on_start and its deprecated spider.log() call.
+        self.spider = spider
+        self.queue = load_object(self.queue_cls)(
+            server=self.server, spider=spider, key=self.queue_key % {"spider": spider.name},
+            serializer=self.serializer)
+        if not self.df:
+            self.df = load_object(self.dupefilter_cls).from_spider(spider)
+        try:
+            queued = len(self.queue)
+        except RedisUnavailable:
+            return
+        if queued:
+            logger.info("joining the shared queue of %s: %d requests waiting", spider.name,
+                        queued)
+
+    def close(self, reason: str) -> None:
+        if self.buffer and not self._flush():
+            logger.warning("Redis unreachable at close: %d requests of this worker not queued; "
+                           "the next round finds them again", len(self.buffer))
+            if self.stats:
+                self.stats.set_value("distributed/requests_lost_at_close", len(self.buffer))
+        super().close(reason)  # persist: leaves queue and dupefilter in Redis
+
+    def enqueue_request(self, request: Request) -> bool:
+        if self.buffer and not self._flush():
+            self.buffer.append(request)
+            return True
+        try:
+            return self._enqueue(request)
+        except RedisUnavailable:
+            self.buffer.append(request)
+            return True
+
+    def _enqueue(self, request: Request) -> bool:
+        """Upstream's dupefilter check and push, as one script: an attempt whose answer is lost
+        (Redis may have run it) is simply made again — either both steps happened (the request
+        is queued, "seen" now) or neither."""
+        fingerprint = "" if request.dont_filter else self.df.request_fingerprint(request)
+        queued = self._enqueue_script(
+            keys=[self.df.key, self.queue.key],
+            args=[fingerprint, -request.priority, self.queue._encode_request(request)])
+        if not queued:
+            self.df.log(request, self.spider)
+            return False
+        if self.stats:
+            self.stats.inc_value("scheduler/enqueued/redis")
+        return True
+
+    def _flush(self) -> bool:
+        """Queue the buffered requests, oldest first; True when the buffer is empty."""
+        while self.buffer:
+            try:
+                self._enqueue(self.buffer[0])
+            except RedisUnavailable:
+                return False
+            self.buffer.popleft()
+        return True
+
+    def next_request(self) -> Request | None:
+        if self.buffer and not self._flush():
+            return None
+        try:
+            request = self.queue.pop()
+        except RedisUnavailable:
+            return None
+        if request is not None and self.stats:
+            self.stats.inc_value("scheduler/dequeued/redis")
+        return request
+
+    def has_pending_requests(self) -> bool:
+        if self.buffer:
+            return True
+        try:
+            return len(self.queue) > 0
+        except RedisUnavailable:
+            return True  # unknown: don't let the engine call the round over
+
+    def __len__(self) -> int:
+        try:
+            return len(self.queue) + len(self.buffer)
+        except RedisUnavailable:
+            return len(self.buffer)

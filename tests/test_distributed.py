@@ -1,0 +1,676 @@
+"""The distributed mode (issue 7) against a real ``redis-server`` started here on loopback.
+
+The server runs on a random port with ``--save "" --appendonly no`` in a temporary directory.
+Unit tests drive our scrapy-redis subclasses and stores in-process; end-to-end tests run two
+real ``python -m runner`` (two "machines": separate data dirs and pidfiles) on one Redis against
+the fake docs site and the fake GitHub, and judge by what the fakes saw.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fakes.launcher import FakeServer
+from tests.support import Collector
+
+REDIS_SERVER = shutil.which("redis-server")
+pytestmark = [
+    pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not found on PATH (install it: "
+                       "apt-get install redis-server; .ci/run does)"),
+    pytest.mark.timeout(120),
+]
+redis = pytest.importorskip("redis", reason="the distributed mode needs redis-py")
+pytest.importorskip("scrapy_redis", reason="the distributed mode needs scrapy-redis")
+
+OUTAGE_LINE = "unreachable ("  # the one line a worker logs when Redis goes away
+SITES, PAGES = 3, 20
+
+
+# --- a real Redis ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        assert REDIS_SERVER is not None
+        self.process = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.directory), "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while True:
+            try:
+                if self.client().ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def client(self) -> Any:
+        return redis.Redis.from_url(self.url, socket_timeout=5)
+
+    def pause(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    def restart(self, down_for: float) -> None:
+        """Killed (its data gone: no persistence here), then started again on the same port."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+        time.sleep(down_for)
+        self.start()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """A clean Redis for each test."""
+    redis_server.client().flushall()
+    return redis_server.url
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def configure_docs(collector: Collector, docs: FakeServer, **spiders: Any) -> None:
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(SITES)],
+                        spiders={"docs": {"max_pages_per_site": 500, **spiders}})
+
+
+def page_counts(docs: FakeServer) -> collections.Counter[str]:
+    return collections.Counter(r["path"] for r in docs.stats()["requests"]
+                               if r["path"] != "/robots.txt")
+
+
+def items_of(*collectors: Collector, spider: str = "docs") -> list[dict[str, Any]]:
+    return [item for c in collectors for item in c.items(spider)]
+
+
+def start_runners(collectors: list[Collector], url: str, spider: str, workers: int = 2
+                  ) -> list[subprocess.Popen[str]]:
+    return [c.start_runner("--workers", str(workers), "--spiders", spider, "--once",
+                           "--redis-url", url) for c in collectors]
+
+
+def finish(procs: list[subprocess.Popen[str]], timeout: float = 90) -> list[tuple[int, str]]:
+    out = []
+    for proc in procs:
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            err += f"\n[killed after {timeout}s]"
+        out.append((proc.returncode, err))
+    return out
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def worker_logs(collector: Collector) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8")
+            for p in (collector.data_dir / "logs").glob("docs-*.log")}
+
+
+def status_json(collector: Collector) -> dict[str, Any]:
+    result = collector.runner("status", "--json", timeout=30)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One unsharded one-machine ``scrapy crawl docs`` of the fake site: what every
+    distributed crawl must add up to (content hashes do not depend on the host or port)."""
+    from tests.fakes.launcher import start_fake_docs
+
+    home = tmp_path_factory.mktemp("baseline")
+    docs = start_fake_docs(home / "fake", sites=SITES, pages=PAGES)
+    try:
+        collector = Collector(home / "collector")
+        configure_docs(collector, docs)
+        result = collector.crawl("docs", None, timeout=90)
+        assert result.returncode == 0, result.stderr[-2000:]
+        hashes = [item["content_hash"] for item in collector.items("docs")]
+        return {"hashes": set(hashes), "items": len(hashes), "counts": page_counts(docs)}
+    finally:
+        docs.stop()
+
+
+# --- unit: our scrapy-redis subclasses --------------------------------------------------------
+
+
+def crawler_for(url: str, **settings: Any) -> Any:
+    """The parts of a crawler our components read — distributed settings, the project's
+    fingerprinter, a spider named "t" — without a reactor (nothing here crawls)."""
+    from types import SimpleNamespace
+
+    from scrapy import Spider
+    from scrapy.settings import Settings
+    from scrapy.utils.misc import build_from_crawler, load_object
+
+    from scraper.config import CollectorConfig
+    from scraper.distributed import wiring
+
+    values = Settings()
+    values.setmodule("scraper.settings")
+    wiring.configure(values, url, CollectorConfig())
+    values.setdict(settings, priority="cmdline")
+    crawler = SimpleNamespace(settings=values, stats=None, spider=None, engine=None)
+    crawler.request_fingerprinter = build_from_crawler(
+        load_object(values["REQUEST_FINGERPRINTER_CLASS"]), crawler)
+    spider = Spider(name="t")
+    spider.crawler, spider.settings = crawler, values
+    crawler.spider = spider
+    return crawler
+
+
+class QueryBlindFingerprinter:
+    """A project fingerprinter that ignores the query string: upstream's sha1 would not."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> QueryBlindFingerprinter:
+        return cls()
+
+    def fingerprint(self, request: Any) -> bytes:
+        import hashlib
+
+        return hashlib.sha1(request.url.split("?")[0].encode()).digest()
+
+
+def test_dupefilter_uses_the_project_fingerprinter(redis_url: str) -> None:
+    from scrapy import Request
+
+    from scraper.distributed.dupefilter import RedisDupeFilter
+
+    crawler = crawler_for(redis_url, REQUEST_FINGERPRINTER_CLASS=(
+        f"{__name__}.QueryBlindFingerprinter"))
+    dupefilter = RedisDupeFilter.from_spider(crawler.spider)
+    first, second = Request("http://h/a?x=1"), Request("http://h/a?x=2")
+    assert not dupefilter.request_seen(first)
+    assert dupefilter.request_seen(second), "the project's fingerprinter was not used"
+    client = redis.Redis.from_url(redis_url)
+    stored = {m.decode() for m in client.smembers("hubcollect:t:dupefilter")}
+    assert stored == {crawler.request_fingerprinter.fingerprint(first).hex()}
+    # What upstream would have computed differs: the regression this test exists for.
+    from scrapy_redis.dupefilter import RFPDupeFilter
+
+    upstream = RFPDupeFilter(None, "k")
+    assert upstream.request_fingerprint(first) != upstream.request_fingerprint(second)
+
+
+def test_scheduler_persists_queue_and_dupefilter_after_close(redis_url: str) -> None:
+    from scrapy import Request
+
+    from scraper.distributed.scheduler import RedisScheduler
+
+    crawler = crawler_for(redis_url)
+    scheduler = RedisScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    assert scheduler.enqueue_request(Request("http://h/1"))
+    assert scheduler.enqueue_request(Request("http://h/2"))
+    assert not scheduler.enqueue_request(Request("http://h/1"))  # shared dupefilter
+    scheduler.close("finished")
+    client = redis.Redis.from_url(redis_url)
+    # scrapy-redis deletes both on close unless SCHEDULER_PERSIST: other workers still use them.
+    assert client.zcard("hubcollect:t:requests") == 2
+    assert client.scard("hubcollect:t:dupefilter") == 2
+    # A second worker takes the requests over; its pop marks it busy in the round.
+    other = RedisScheduler.from_crawler(crawler_for(redis_url))
+    other.open(crawler.spider)
+    assert other.next_request().url in ("http://h/1", "http://h/2")
+    assert client.zcard("hubcollect:t:busy") == 1
+
+
+def test_async_start_reads_start_entries_from_redis(redis_url: str) -> None:
+    """scrapy-redis only has start_requests (never called by Scrapy ≥ 2.16): our start() must
+    be an async generator that seeds the round and reads the entries back."""
+    import asyncio
+    import inspect
+
+    from scrapy_redis.spiders import RedisMixin
+
+    from scraper.distributed.spider import DistributedSpider, distributed_class
+    from spiders.docs import DocsSpider
+
+    assert not hasattr(RedisMixin, "start") or RedisMixin.start is not DistributedSpider.start
+    wrapped = distributed_class(DocsSpider)
+    assert inspect.isasyncgenfunction(wrapped.start)
+    assert wrapped.start is DistributedSpider.start
+    assert wrapped.__mro__.index(DistributedSpider) < wrapped.__mro__.index(DocsSpider)
+    # A real crawl proves the entries are consumed by start(), not the spider_idle path:
+    # see test_two_runners_share_the_docs_site (distributed/start_entries/start).
+    assert asyncio.iscoroutinefunction(DistributedSpider._join_or_seed)
+
+
+def test_calls_whose_answer_was_lost_are_made_again_safely(redis_url: str) -> None:
+    """A stopped Redis runs what it had received once it resumes, while the worker has timed
+    out: every call the worker then makes again must neither lose nor double what it did."""
+    from scrapy import Request
+
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.contenthash import RedisContentHashStore
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.rounds import SpiderRound
+    from scraper.distributed.scheduler import RedisScheduler
+    from scraper.distributed.writebehind import WriteBehind
+
+    crawler = crawler_for(redis_url)
+    scheduler = RedisScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    request = Request("http://h/page")
+    assert scheduler._enqueue(request)  # ran, but say its answer was lost: made again
+    assert not scheduler._enqueue(request)  # "seen" now — and queued, not lost
+    client = redis.Redis.from_url(redis_url)
+    assert client.zcard("hubcollect:t:requests") == 1
+    # A pop whose answer is lost is answered again by the retry (same token), not lost.
+    spider_round = SpiderRound(RedisLink(redis_url), Keys(), "t")
+    token = spider_round._pop_token
+    first = spider_round.pop_request("hubcollect:t:requests")
+    spider_round._pop_token = token
+    assert spider_round.pop_request("hubcollect:t:requests") == first is not None
+    assert spider_round.pop_request("hubcollect:t:requests") is None  # a new pop: empty
+    # A content-hash claim asked again by its holder is still its claim.
+    link = RedisLink(redis_url)
+    store = RedisContentHashStore(link, Keys(), "t", WriteBehind(link, None), owner="a")
+    assert store.claim("d") and store.claim("d")
+
+
+def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str) -> None:
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.contenthash import RedisContentHashStore
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.writebehind import WriteBehind
+
+    link = RedisLink(redis_url)
+    writes = WriteBehind(link, None)
+    a = RedisContentHashStore(link, Keys(), "docs", writes, owner="a", claim_ttl=60)
+    b = RedisContentHashStore(link, Keys(), "docs", writes, owner="b", claim_ttl=60)
+    assert a.claim("d1") and not b.claim("d1")  # in flight on a: b must not write it too
+    assert 0 < link.client.ttl("hubcollect:docs:claim:d1") <= 60
+    b.release("d1")  # not b's claim: a compare-and-delete leaves it
+    assert not b.claim("d1")
+    a.confirm("d1", "2026-01-01T00:00:00Z")
+    assert "d1" in a and not link.client.exists("hubcollect:docs:claim:d1")
+    assert not b.claim("d1") and not a.claim("d1")  # written: a duplicate for everyone
+    assert a.claim("d2")
+    a.release("d2")  # not written after all: free for the others at once
+    assert b.claim("d2")
+
+
+def test_deltafetch_records_expire_after_refresh_after(redis_url: str) -> None:
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.deltafetch import RedisDeltaFetchStore
+    from scraper.distributed.keys import LINKS_TTL_MARGIN, Keys
+    from scraper.distributed.writebehind import WriteBehind
+
+    link = RedisLink(redis_url)
+    store = RedisDeltaFetchStore(link, Keys(), "docs", WriteBehind(link, None), 100.0)
+    store.set_links(b"\x01", ["http://h/a", "http://h/b"])
+    store[b"\x01"] = "123.5"
+    assert store.get(b"\x01") == "123.5" and b"\x01" in store
+    assert store.links(b"\x01") == ["http://h/a", "http://h/b"]
+    record_ttl = link.client.ttl("hubcollect:docs:deltafetch:01")
+    links_ttl = link.client.ttl("hubcollect:docs:links:01")
+    assert 99 <= record_ttl <= 101
+    assert links_ttl > record_ttl + LINKS_TTL_MARGIN - 5  # a skipped page keeps its links
+
+
+def test_writes_wait_for_redis_and_spill_at_close(redis_url: str, tmp_path: Path) -> None:
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.writebehind import WriteBehind
+
+    link = RedisLink("redis://127.0.0.1:9/0")  # nothing listens: every write must wait
+    spill = tmp_path / "docs-0of1.pending.jsonl"
+    writes = WriteBehind(link, spill)
+    assert not writes.submit(["SET", "k1", "v1"])
+    writes.close()
+    assert spill.exists()
+    # The next start of that shard, with Redis there, sends them.
+    again = WriteBehind(RedisLink(redis_url), spill)
+    assert not again.pending and not spill.exists()
+    assert redis.Redis.from_url(redis_url).get("k1") == b"v1"
+
+
+def robots_scenario(middleware_class: type) -> list[str]:
+    """Three requests to one host arrive while its robots.txt is being fetched."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from scrapy import Request
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.http import TextResponse
+    from scrapy.settings import Settings
+
+    async def scenario() -> list[str]:
+        fetched = asyncio.Event()
+
+        async def download_async(request: Any) -> Any:
+            await fetched.wait()
+            return TextResponse(request.url, body=b"User-agent: *\nDisallow: /private/\n")
+
+        async def send_catch_log_async(**kwargs: Any) -> list[Any]:
+            return []
+
+        crawler = SimpleNamespace(
+            settings=Settings({"ROBOTSTXT_OBEY": True, "USER_AGENT": "hubcollect",
+                               "ROBOTSTXT_PARSER": "scrapy.robotstxt.ProtegoRobotParser"}),
+            stats=SimpleNamespace(inc_value=lambda *a, **k: None), spider=None,
+            engine=SimpleNamespace(download_async=download_async),
+            signals=SimpleNamespace(send_catch_log_async=send_catch_log_async))
+        middleware = middleware_class(crawler)
+        urls = ["http://h/index.html", "http://h/private/a.html", "http://h/private/b.html"]
+        tasks = [asyncio.ensure_future(middleware.process_request(Request(u))) for u in urls]
+        await asyncio.sleep(0.01)
+        fetched.set()
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        return [u for u, o in zip(urls, outcomes, strict=True)
+                if not isinstance(o, IgnoreRequest)]
+
+    return asyncio.run(scenario())
+
+
+def test_requests_waiting_for_robots_txt_obey_it() -> None:
+    """A worker joining a crawl takes a batch of queued pages of one host at once: all of them
+    wait for that host's robots.txt, and every one must obey it."""
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+
+    from scraper.downloadermiddlewares.robotstxt import SharedRobotsTxtMiddleware
+
+    assert robots_scenario(SharedRobotsTxtMiddleware) == ["http://h/index.html"]
+    # Scrapy 2.19's own lets the second waiter through; if this fails, Scrapy fixed it and the
+    # subclass can go.
+    assert "http://h/private/b.html" in robots_scenario(RobotsTxtMiddleware)
+
+
+# --- unit: the GitHub budget's rules, on Redis ------------------------------------------------
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def budget_store(url: str, clock: Clock, pid: int, alive: Callable[[int], bool] = lambda p: True
+                 ) -> Any:
+    from scraper.budget.store import BucketKey, BucketSpec
+    from scraper.distributed.budget import RedisBudgetStore
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.keys import Keys
+
+    store = RedisBudgetStore(RedisLink(url), Keys(), reset_guard=0.5, min_interval=0.0,
+                             clock=clock, pid=pid, alive=alive)
+    store.define(BucketKey("anonymous", "search"), BucketSpec(10, 5.0))
+    return store
+
+
+def test_budget_store_paces_and_shares_one_budget_between_machines(redis_url: str) -> None:
+    from scraper.budget.limits import RateHeaders
+    from scraper.budget.store import BucketKey
+
+    search = BucketKey("anonymous", "search")
+    clock = Clock()
+    a, b = budget_store(redis_url, clock, pid=1), budget_store(redis_url, clock, pid=2)
+    # Two "machines" book in turns: one pace, window / limit apart, as on one machine.
+    slots = [(a if i % 2 else b).reserve(search).slot_at - clock.now for i in range(10)]
+    assert slots == pytest.approx([i * 0.5 for i in range(10)])
+    # The eleventh waits for the next (projected) window, whoever asks.
+    assert a.reserve(search).slot_at == pytest.approx(clock.now + 5.0 + 1.0 + 0.5)
+    # Headers are the truth for both: b's answer says nothing is left.
+    ticket = b.reserve(search)
+    clock.now = max(clock.now, ticket.slot_at)
+    b.release_process()
+    fresh = b.reserve(search)
+    clock.now = fresh.slot_at
+    assert b.claim(fresh).go
+    b.complete(fresh, search, RateHeaders(limit=10, remaining=0, reset=clock.now + 3,
+                                          resource="search"))
+    row = next(r for r in a.buckets() if r["resource"] == "search")
+    assert row["remaining"] == 0 and row["source"] == "headers"
+
+
+def test_budget_store_frees_tickets_of_dead_machines(redis_url: str) -> None:
+    from scraper.budget.store import BucketKey
+
+    search = BucketKey("anonymous", "search")
+    clock = Clock()
+    dead: set[int] = set()
+    a = budget_store(redis_url, clock, pid=1, alive=lambda p: p not in dead)
+    b = budget_store(redis_url, clock, pid=2, alive=lambda p: p not in dead)
+    for _ in range(5):
+        a.reserve(search)
+    assert b.reserve(search).slot_at == pytest.approx(clock.now + 2.5)
+    dead.add(1)  # machine a's process key lapsed
+    clock.now += 3.0  # past the cleanup interval
+    row = next(r for r in b.buckets() if r["resource"] == "search")
+    assert row["waiting"] == 6
+    b.reserve(search)
+    row = next(r for r in b.buckets() if r["resource"] == "search")
+    assert row["waiting"] == 2  # a's five are gone; b's two remain
+
+
+def test_budget_store_keeps_etags_for_every_machine(redis_url: str) -> None:
+    clock = Clock()
+    a, b = budget_store(redis_url, clock, pid=1), budget_store(redis_url, clock, pid=2)
+    a.remember_etags("anonymous", {"http://api/search?q=x": ('"e1"', '<http://api/p2>; '
+                                                              'rel="next"')})
+    assert b.etag("anonymous", "http://api/search?q=x") == '"e1"'
+    assert b.etag_link("anonymous", "http://api/search?q=x") == '<http://api/p2>; rel="next"'
+    assert b.etag("anonymous", "http://api/other") is None
+
+
+# --- end to end: two runners, one Redis -----------------------------------------------------------
+
+
+def two_collectors(tmp_path: Path) -> list[Collector]:
+    return [Collector(tmp_path / "machine-a"), Collector(tmp_path / "machine-b")]
+
+
+@pytest.mark.timeout(150)
+def test_two_runners_share_the_docs_site(tmp_path: Path, redis_url: str, baseline: dict[str, Any],
+                                         fake_docs_factory: Any) -> None:
+    # Slow pages, 2 at a time per worker: the crawl lasts long enough (~3 s with everyone)
+    # for both runners' workers to take part, whichever starts first.
+    docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=200)
+    machines = two_collectors(tmp_path)
+    for machine in machines:
+        configure_docs(machine, docs, settings={"CONCURRENT_REQUESTS": 2})
+    procs = start_runners(machines, redis_url, "docs")
+    cluster = wait_for(lambda: (status_json(machines[0]).get("cluster") or {}).get("runners"),
+                       30, "both runners in the cluster status")
+    results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], results
+    status = status_json(machines[1])["cluster"]
+    assert status["reachable"] and status["queues"]["docs"]["state"] == "finished"
+    assert len({(r["host"], r["pid"]) for r in cluster}) >= 1
+
+    # Together they fetched each page exactly as often as one unsharded crawl does (once; the
+    # flaky page twice: a 500, then the retry).
+    assert page_counts(docs) == baseline["counts"]
+    items = items_of(*machines)
+    hashes = collections.Counter(item["content_hash"] for item in items)
+    assert max(hashes.values()) == 1, "the same content was written twice"
+    assert set(hashes) == baseline["hashes"] and len(items) == baseline["items"]
+    # The work was shared: every runner's workers fetched part of it.
+    assert all(sum(json.loads(p.read_text())["pages"]
+                   for p in (m.data_dir / "state" / "workers").glob("docs-*.json"))
+               for m in machines)
+    # Start entries came through the async start(), seeded once for the cluster.
+    stats = [json.loads(p.read_text())["stats"] for m in machines
+             for p in (m.data_dir / "state" / "workers").glob("docs-*.json")]
+    assert sum(s.get("distributed/seeded_entries", 0) for s in stats) == SITES
+    assert sum(s.get("distributed/start_entries/start", 0) for s in stats) == SITES
+    assert not any(s.get("distributed/start_entries/idle") for s in stats)
+
+
+@pytest.mark.timeout(150)
+def test_redis_outage_mid_crawl_pauses_and_resumes(tmp_path: Path, redis_server: RedisServer,
+                                                   redis_url: str, baseline: dict[str, Any],
+                                                   fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=250)
+    machines = two_collectors(tmp_path)
+    for machine in machines:
+        configure_docs(machine, docs)
+    procs = start_runners(machines, redis_url, "docs")
+    try:
+        wait_for(lambda: sum(page_counts(docs).values()) >= 15, 30, "the crawl under way")
+        redis_server.pause()  # SIGSTOP: connections hang, commands time out
+        stopped = time.time()
+        status = wait_for(lambda: (s := status_json(machines[0]))["runner"].get("redis", {})
+                          .get("state") == "unreachable" and s, 20, "status to show the outage")
+        assert status["cluster"]["reachable"] is False
+        assert "REDIS UNREACHABLE" in machines[0].runner("status").stdout
+        time.sleep(max(0.0, 7 - (time.time() - stopped)))
+    finally:
+        redis_server.resume()
+    results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], results
+
+    items = items_of(*machines)
+    hashes = collections.Counter(item["content_hash"] for item in items)
+    assert set(hashes) == baseline["hashes"] and max(hashes.values()) == 1
+    logs = {f"{m.home.name}/{name}": text for m in machines
+            for name, text in worker_logs(m).items()}
+    outage_lines = {name: text.count(OUTAGE_LINE) for name, text in logs.items()}
+    assert max(outage_lines.values()) <= 1, outage_lines
+    assert sum(outage_lines.values()) >= 1, "no worker noticed the outage"
+    assert "Traceback" not in "".join(logs.values())
+
+
+@pytest.mark.timeout(150)
+def test_redis_killed_and_restarted_mid_crawl_both_finish(
+        tmp_path: Path, redis_server: RedisServer, redis_url: str, baseline: dict[str, Any],
+        fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=250)
+    machines = two_collectors(tmp_path)
+    for machine in machines:
+        configure_docs(machine, docs)
+    procs = start_runners(machines, redis_url, "docs")
+    wait_for(lambda: sum(page_counts(docs).values()) >= 15, 30, "the crawl under way")
+    redis_server.restart(down_for=3)
+    results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], results
+    # The queue went with Redis (run it with persistence: docs/distributed.md); what the
+    # workers held is written, and nothing from outside the site.
+    hashes = collections.Counter(item["content_hash"] for item in items_of(*machines))
+    assert hashes and set(hashes) <= baseline["hashes"]
+    logs = [text for m in machines for text in worker_logs(m).values()]
+    assert max(text.count(OUTAGE_LINE) for text in logs) <= 1
+    assert "Traceback" not in "".join(logs)
+
+
+@pytest.mark.timeout(150)
+def test_shared_search_budget_holds_across_runners(tmp_path: Path, redis_url: str,
+                                                   fake_github_factory: Any) -> None:
+    limit, window = 10, 5.0
+    github = fake_github_factory(search_limit=limit, search_window=window)
+    queries = ["alpha", "beta", "gamma", "delta"]  # 250 results each: 5 pages of 50
+    machines = two_collectors(tmp_path)
+    for machine in machines:
+        machine.configure(github=github, spiders={"search": {"queries": queries,
+                                                             "per_page": 50}})
+        config = yaml.safe_load(machine.config_path.read_text())
+        config["github"]["limits"] = {"search": {"limit": limit, "window": window}}
+        machine.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    results = finish(start_runners(machines, redis_url, "search"), timeout=110)
+    assert [rc for rc, _ in results] == [0, 0], results
+    stats = github.stats()
+    searches = [r for r in stats["requests"] if r["path"].startswith("/search/")]
+    assert stats["violations"] == 0 and stats["secondary_violations"] == 0
+    assert not [r for r in searches if r["status"] in (403, 429)]
+    # Each page once for the cluster (shared queue), paced to the one budget.
+    assert len(searches) == len(queries) * 5
+    # status shows the cluster's budget (from Redis), not a local file's.
+    budget = {row["resource"]: row for row in status_json(machines[0])["budget"]}
+    assert budget["search"]["limit"] == limit and budget["search"]["identity"] == "anonymous"
+    items = items_of(*machines, spider="search")
+    assert len(items) == len({(i["query"], i["id"]) for i in items}) == len(queries) * 250
+    times = sorted(r["t"] for r in searches)
+    for start in times:  # never more than the limit in any window's span
+        assert sum(1 for t in times if start <= t < start + window) <= limit
+
+
+# --- the mode switch ------------------------------------------------------------------------------
+
+
+def test_bad_redis_urls_are_one_line_errors(collector: Collector) -> None:
+    collector.configure()
+    result = collector.runner("--workers", "1", "--once", "--redis-url", "http://x")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "--redis-url" in result.stderr
+    env = collector.env(COLLECTOR_REDIS_URL="not a url")
+    crawl = collector.crawl("docs", None, env=env, timeout=60)
+    assert crawl.returncode == 2 and crawl.stderr.strip().startswith("scrapy crawl: $COLLECTOR")
+
+
+def test_one_machine_mode_without_a_redis_url(collector: Collector) -> None:
+    from scraper.config import CollectorConfig
+    from scraper.distributed import wiring
+
+    env_before = os.environ.pop("COLLECTOR_REDIS_URL", None)
+    try:
+        assert wiring.redis_url(CollectorConfig()) is None
+    finally:
+        if env_before is not None:
+            os.environ["COLLECTOR_REDIS_URL"] = env_before
+    collector.configure()
+    result = collector.runner("status")
+    assert result.returncode == 0 and "cluster" not in result.stdout
