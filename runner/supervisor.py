@@ -73,8 +73,11 @@ def preload(extra: tuple[str, ...] = ()) -> None:
     """Import everything a worker needs, once, then freeze it for copy-on-write sharing."""
     import importlib
 
+    from runner.preload import component_modules, import_all
+
     for name in PRELOAD_MODULES + extra:
         importlib.import_module(name)
+    import_all(component_modules())
     assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
     gc.collect()
     gc.freeze()

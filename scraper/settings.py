@@ -82,6 +82,9 @@ DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"  # duplicates are the normal case on every 
 # --- politeness and robustness -------------------------------------------------------------------
 ROBOTSTXT_OBEY = False  # the GitHub spiders; the docs spider obeys robots.txt
 CONCURRENT_REQUESTS = 16
+# Scrapy 2.19 starts CONCURRENT_ITEMS + 1 asyncio tasks per response: 100 (the default) cost 30%
+# of a docs worker's CPU per page; 1 to 8 measured the same (benchmarks/README.md).
+CONCURRENT_ITEMS = 8
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
 AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 0.5

@@ -61,7 +61,7 @@ def _connect(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connec
             raise StoreError(f"unknown tables {sorted(tables - {'meta'})}, not a {kind} store")
         if found:
             _check_meta(found, kind, version)
-        conn.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         if not found:  # a new store (or an empty file): make it ours
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -89,6 +89,22 @@ def _check_meta(found: dict[str, str], kind: str, version: int) -> None:
         raise StoreError(f"a {found.get('kind')!r} store, not a {kind!r} store")
     if found.get("version") != str(version):
         raise StoreError(f"{kind} store version {found.get('version')}, expected {version}")
+
+
+WAL_SWITCH_TRIES = 50
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """``journal_mode=WAL`` needs the file to itself for a moment and ignores the busy timeout:
+    when several workers open a new store at once, the losers retry instead of failing."""
+    for attempt in range(WAL_SWITCH_TRIES):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_SWITCH_TRIES - 1:
+                raise
+            time.sleep(0.05 + 0.01 * attempt)
 
 
 def move_aside(path: Path) -> Path:

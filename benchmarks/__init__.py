@@ -1,0 +1,1 @@
+"""hubcollect benchmarks: ``python -m benchmarks`` (see benchmarks/README.md)."""

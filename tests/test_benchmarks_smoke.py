@@ -1,0 +1,82 @@
+"""The benchmarks end to end on a tiny workload: they run, print and write their results.
+
+Never a timed test: nothing here looks at a speed, a size or a ratio, only that every contender
+ran and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CONTENDERS = {"scrapy crawl docs", "plain Scrapy", "runner-2", "predecessor-2"}
+
+
+def bench(*args: str, env: dict[str, str] | None = None,
+          timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", *args], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def check_workload(workload: dict[str, Any]) -> None:
+    rows = {row["name"]: row for row in workload["rows"]}
+    assert set(rows) >= CONTENDERS
+    assert "crawlee" in rows or "crawlee" in workload["skipped_contenders"]
+    for row in rows.values():
+        assert row["returncode"] == 0, row
+        assert row["pages"] > 0, row
+        assert row["wall_s"] > 0 and row["cpu_s"] > 0, row
+
+
+@pytest.mark.timeout(180)
+def test_throughput_tiny_runs_every_contender(tmp_path: Path) -> None:
+    out = tmp_path / "throughput.json"
+    result = bench("benchmarks.throughput", "--scale", "tiny", "--out", str(out))
+    data = json.loads(out.read_text())
+    assert data["scale"] == "tiny"
+    assert {"nproc", "ram_mb", "python", "scrapy"} <= set(data["machine"])
+    check_workload(data["workloads"]["latency"])
+    cpu = data["workloads"]["cpu"]
+    if "skipped" in cpu:  # no nginx here: skipped with the reason printed, not failed
+        assert "nginx" in cpu["skipped"]
+        assert "skipped" in result.stdout
+    else:
+        check_workload(cpu)
+    assert "pages/s" in result.stdout and "plain Scrapy" in result.stdout
+    if "plot skipped" not in result.stdout:
+        assert out.with_suffix(".png").stat().st_size > 0
+
+
+@pytest.mark.timeout(60)
+def test_throughput_without_nginx_skips_the_cpu_workload(tmp_path: Path) -> None:
+    out = tmp_path / "throughput.json"
+    result = bench("benchmarks.throughput", "--scale", "tiny", "--workloads", "cpu",
+                   "--out", str(out), "--plot", "none",
+                   env={"HUBCOLLECT_BENCH_NGINX": str(tmp_path / "no-nginx")})
+    data = json.loads(out.read_text())
+    assert "nginx is not installed" in data["workloads"]["cpu"]["skipped"]
+    assert "skipped: nginx is not installed" in result.stdout
+
+
+@pytest.mark.timeout(120)
+def test_memory_tiny_measures_runner_cold_and_rounds(tmp_path: Path) -> None:
+    out = tmp_path / "memory.json"
+    result = bench("benchmarks.memory", "--scale", "tiny", "--out", str(out))
+    data = json.loads(out.read_text())
+    for phase in ("runner", "cold"):
+        assert data[phase]["workers"] == data["workers"]
+        assert data[phase]["tree_pss_mb"] > 0
+        assert data[phase]["start_to_all_crawling_s"] >= 0
+    assert data["runner"]["parent_pss_mb"] > 0
+    assert data["ratio_tree_pss"] > 0
+    assert data["rounds"]["late"]["tree_pss_mb"] > 0
+    assert "tree PSS" in result.stdout
