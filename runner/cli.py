@@ -32,6 +32,8 @@ from scraper.layout import DataLayout
 from scraper.units import SIZE_HELP, parse_size
 
 USAGE_ERROR = 2
+WORKERS_PER_CORE_HINT = 4
+"""Above this many workers per core the runner says more workers won't be faster (benchmarks)."""
 PROG = "python -m runner"
 MAX_WORKERS = 10_000
 
@@ -190,6 +192,11 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         return USAGE_ERROR
     plan = make_plan(config, args.workers, args.spiders, shared_queue=bool(redis_url))
     print(plan.describe(), flush=True)
+    cores = os.cpu_count() or 1
+    if plan.total > WORKERS_PER_CORE_HINT * cores:
+        print(f"hint: {plan.total} workers on {cores} cores: with Scrapy a few workers with "
+              f"concurrency inside each give what the cores can do (benchmarks: 2-4 workers "
+              f"peak on 2 cores); more add isolation and memory, not speed", flush=True)
     if plan.total == 0:
         print(f"{PROG}: nothing to run: the chosen spiders have no start entries or weight 0",
               file=sys.stderr)
