@@ -30,6 +30,11 @@ def budget_rows(layout: DataLayout, now: float | None = None) -> list[dict[str, 
             conn.close()
     except sqlite3.Error:
         return []
+    return rows_from_buckets(buckets, now)
+
+
+def rows_from_buckets(buckets: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+    """The budget's buckets (SQLite or Redis) as ``render_budget`` rows."""
     rows = []
     for bucket in buckets:
         capped = bool(bucket["capped"])

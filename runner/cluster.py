@@ -10,30 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from scraper.budget.limits import identity_label
 from scraper.units import format_duration
-
-
-def budget_rows(buckets: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
-    """The budget's buckets as ``render_budget`` rows (the same reading as the SQLite one)."""
-    rows = []
-    for bucket in buckets:
-        capped = bool(bucket["capped"])
-        reset_at = bucket["reset_at"]
-        current = capped and reset_at is not None and reset_at > now
-        paused = bucket["pause_until"] > now
-        rows.append({
-            "resource": bucket["resource"], "identity": identity_label(bucket["identity"]),
-            "limit": bucket["limit_n"] if capped else None, "window": bucket["window_s"],
-            "remaining": (bucket["remaining"] if current else bucket["limit_n"]) if capped
-            else None,
-            "resets_in": reset_at - now if current else None,
-            "source": bucket["source"] if current else None,
-            "paused_until": bucket["pause_until"] if paused else None,
-            "pause_reason": bucket["pause_reason"] if paused else None,
-            "waiting": bucket["waiting"], "in_flight": bucket["in_flight"],
-        })
-    return rows
 
 
 def render_cluster(cluster: dict[str, Any]) -> list[str]:

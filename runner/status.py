@@ -108,9 +108,9 @@ def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str
 
         status["cluster"] = cluster_status(redis_url)
         if status["cluster"].get("reachable"):  # the budget in effect is the cluster's
-            from runner.cluster import budget_rows as cluster_budget_rows
+            from runner.budgetstatus import rows_from_buckets
 
-            status["budget"] = cluster_budget_rows(status["cluster"]["budget"], time.time())
+            status["budget"] = rows_from_buckets(status["cluster"]["budget"], time.time())
     return status
 
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from tests.fakes.launcher import FakeServer
-from tests.support import Collector
+from tests.support import Collector, wait_for
 
 REDIS_SERVER = shutil.which("redis-server")
 pytestmark = [
@@ -151,15 +151,6 @@ def finish(procs: list[subprocess.Popen[str]], timeout: float = 90) -> list[tupl
         out.append((proc.returncode, err))
     return out
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def worker_logs(collector: Collector) -> dict[str, str]:

@@ -91,7 +91,7 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
         assert before
 
         ballast.unlink()
-        out, err = runner.communicate(timeout=150)
+        _out, err = runner.communicate(timeout=150)
     finally:
         if runner.poll() is None:
             runner.kill()

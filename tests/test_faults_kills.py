@@ -24,7 +24,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.support import RUNNER, Collector
+from tests.support import RUNNER, Collector, wait_for
 
 SEED = 20260504
 WORKERS = "6"
@@ -105,15 +105,6 @@ def gone(pid: int) -> bool:
     except psutil.NoSuchProcess:
         return True
 
-
-def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def item_lines(data_dir: Path) -> dict[tuple[str, str], list[str]]:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +26,12 @@ import pytest
 from runner.pidfile import running_pid
 from runner.restart import stop_runner
 from scraper.layout import DataLayout
-from tests.support import REPO_ROOT, RUNNER, Collector
+from tests.support import REPO_ROOT, RUNNER, Collector, wait_for
 
 MB = 1024 * 1024
 SCRIPTS = REPO_ROOT / "scripts"
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class Ops:

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from runner.plan import allocate
-from tests.support import Collector
+from tests.support import Collector, wait_for
 
 SEARCH_QUERIES = ["few", "alpha stars:>10", "beta"]
 TRENDING = {"languages": ["", "python"], "periods": ["daily", "weekly"]}
@@ -32,15 +32,6 @@ def configure_all(collector: Collector, github: Any, docs: Any, **top: Any) -> N
 def hashes(collector: Collector, spider: str) -> set[str]:
     return {item["content_hash"] for item in collector.items(spider)}
 
-
-def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def status_json(collector: Collector) -> dict[str, Any]:
@@ -117,7 +108,7 @@ def test_killed_worker_is_restarted_and_its_shard_completes(
         wait_for(lambda: collector.item_files("docs") or list(
             (collector.data_dir / "items" / "docs").glob("*.part")), 30, "a first item")
         os.kill(victim, signal.SIGKILL)
-        out, err = runner.communicate(timeout=180)
+        _out, err = runner.communicate(timeout=180)
     finally:
         if runner.poll() is None:
             runner.kill()
