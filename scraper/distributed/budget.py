@@ -33,14 +33,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from scrapy.settings import BaseSettings
 
 from scraper.budget.limits import RateHeaders, limit_kind, retry_after_seconds
 from scraper.budget.store import SCHEMA, BudgetStore, read_buckets
-from scraper.config import load_config
 from scraper.distributed import keys as defaults
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
 from scraper.distributed.keys import DEFAULT_PREFIX, Keys
@@ -197,24 +196,15 @@ class RedisGitHubBudgetMiddleware(GitHubBudgetMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisGitHubBudgetMiddleware:
-        settings = crawler.settings
-        if not settings.getbool("GITHUB_BUDGET_ENABLED", True):
-            raise NotConfigured("GITHUB_BUDGET_ENABLED is off")
-        github = load_config(settings.get("COLLECTOR_CONFIG")).github
-        link = get_link(settings["REDIS_URL"])
-        store = RedisBudgetStore(
-            link, Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX),
-            reset_guard=settings.getfloat("GITHUB_BUDGET_RESET_GUARD", 0.5),
-            min_interval=settings.getfloat("GITHUB_BUDGET_MIN_INTERVAL", 0.05),
-            backoff_start=settings.getfloat("GITHUB_BUDGET_BACKOFF_START", 60.0),
-            backoff_max=settings.getfloat("GITHUB_BUDGET_BACKOFF_MAX", 3600.0),
-        )
-        middleware = cls(crawler, github, store,
-                         conditional=settings.getbool("GITHUB_BUDGET_CONDITIONAL", True),
-                         probe=settings.getbool("GITHUB_BUDGET_PROBE", True))
-        middleware.link = link
-        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        middleware = super().from_crawler(crawler)
+        middleware.link = get_link(crawler.settings["REDIS_URL"])
         return middleware
+
+    @classmethod
+    def open_store(cls, settings: BaseSettings) -> RedisBudgetStore:
+        return RedisBudgetStore(get_link(settings["REDIS_URL"]),
+                                Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX),
+                                **cls.store_options(settings))
 
     async def process_request(self, request: Request) -> Request | None:
         while True:

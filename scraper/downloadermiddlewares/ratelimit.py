@@ -30,6 +30,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
+from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
@@ -137,18 +138,26 @@ class GitHubBudgetMiddleware:
         if not settings.getbool("GITHUB_BUDGET_ENABLED", True):
             raise NotConfigured("GITHUB_BUDGET_ENABLED is off")
         github = load_config(settings.get("COLLECTOR_CONFIG")).github
-        store = BudgetStore(
-            DataLayout(settings.get("COLLECTOR_DATA_DIR", "data")).budget_db,
-            reset_guard=settings.getfloat("GITHUB_BUDGET_RESET_GUARD", 0.5),
-            min_interval=settings.getfloat("GITHUB_BUDGET_MIN_INTERVAL", 0.05),
-            backoff_start=settings.getfloat("GITHUB_BUDGET_BACKOFF_START", 60.0),
-            backoff_max=settings.getfloat("GITHUB_BUDGET_BACKOFF_MAX", 3600.0),
-        )
-        middleware = cls(crawler, github, store,
+        middleware = cls(crawler, github, cls.open_store(settings),
                          conditional=settings.getbool("GITHUB_BUDGET_CONDITIONAL", True),
                          probe=settings.getbool("GITHUB_BUDGET_PROBE", True))
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
+
+    @classmethod
+    def store_options(cls, settings: BaseSettings) -> dict[str, float]:
+        return {
+            "reset_guard": settings.getfloat("GITHUB_BUDGET_RESET_GUARD", 0.5),
+            "min_interval": settings.getfloat("GITHUB_BUDGET_MIN_INTERVAL", 0.05),
+            "backoff_start": settings.getfloat("GITHUB_BUDGET_BACKOFF_START", 60.0),
+            "backoff_max": settings.getfloat("GITHUB_BUDGET_BACKOFF_MAX", 3600.0),
+        }
+
+    @classmethod
+    def open_store(cls, settings: BaseSettings) -> BudgetStore:
+        """The machine's budget file; the distributed mode overrides this with Redis."""
+        return BudgetStore(DataLayout(settings.get("COLLECTOR_DATA_DIR", "data")).budget_db,
+                           **cls.store_options(settings))
 
     def spider_closed(self, reason: str) -> None:
         # A page's ETag means "its items are collected": only a round that finished made sure
