@@ -20,7 +20,6 @@ the rate-limit answers (403/429: violations). Results: ``benchmarks/results/budg
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import subprocess
 import sys
@@ -43,7 +42,7 @@ from benchmarks.common import (
     ratio,
     write_json,
 )
-from tests.fakes.launcher import FakeServer, start_fake_github
+from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
 
 MODES = ("ours", "predecessor", "autothrottle")
 PREDECESSOR_SPACING = 2.0  # seconds between one process's requests, against GitHub's minute
@@ -104,17 +103,6 @@ def search_requests(fake: FakeServer) -> list[dict[str, Any]]:
     requests = [r for r in fake.stats()["requests"] if r["path"].startswith("/search/")]
     return sorted(requests, key=lambda r: r["t"])
 
-
-def fake_windows(requests: list[dict[str, Any]], window: float) -> list[tuple[float, float]]:
-    """The windows the fake opened: at the first counted request at or after the previous
-    reset, resetting ``window`` later rounded up to a whole second."""
-    windows: list[tuple[float, float]] = []
-    reset = -math.inf
-    for r in requests:
-        if r["status"] == 200 and r["t"] >= reset:
-            reset = math.ceil(r["t"] + window)
-            windows.append((r["t"], reset))
-    return windows
 
 
 def stop_runner(process: subprocess.Popen[bytes]) -> None:

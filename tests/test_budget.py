@@ -36,7 +36,7 @@ from scraper.budget.limits import (
 )
 from scraper.budget.store import BucketKey, BucketSpec, BudgetStore
 from scraper.layout import DataLayout
-from tests.fakes.launcher import FakeServer, start_fake_github
+from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
 from tests.support import REPO_ROOT, SCRAPY, Collector
 
 # --- the store, on a fake clock ---------------------------------------------------------------
@@ -318,17 +318,6 @@ def search_requests(fake: FakeServer) -> list[dict[str, Any]]:
     requests = [r for r in fake.stats()["requests"] if r["path"].startswith("/search/")]
     return sorted(requests, key=lambda r: r["t"])
 
-
-def fake_windows(requests: list[dict[str, Any]], window: float) -> list[tuple[float, float]]:
-    """The fake's windows, rebuilt from its log: one opens with the first counted request at
-    or after the previous reset and resets at that time + window, rounded up."""
-    windows: list[tuple[float, float]] = []
-    reset = -math.inf
-    for r in requests:
-        if r["status"] == 200 and r["t"] >= reset:
-            reset = math.ceil(r["t"] + window)
-            windows.append((r["t"], reset))
-    return windows
 
 
 def stop(process: subprocess.Popen[str], timeout: float = 30) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -129,6 +130,19 @@ def _start(module: str, tmp_path: Path | str, options: dict[str, Any]) -> FakeSe
                 f"fake {module} did not start within {STARTUP_TIMEOUT_S}s:\n{log.read_text()}"
             )
         time.sleep(0.02)
+
+
+def fake_windows(requests: list[dict[str, Any]], window: float) -> list[tuple[float, float]]:
+    """The windows the fake opened, rebuilt from its request log: one opens with the first
+    counted request at or after the previous reset and resets ``window`` later, rounded up to
+    a whole second (as ``x-ratelimit-reset`` is)."""
+    windows: list[tuple[float, float]] = []
+    reset = -math.inf
+    for r in requests:
+        if r["status"] == 200 and r["t"] >= reset:
+            reset = math.ceil(r["t"] + window)
+            windows.append((r["t"], reset))
+    return windows
 
 
 def start_fake_github(tmp_path: Path | str, **options: Any) -> FakeServer:
