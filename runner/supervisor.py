@@ -70,14 +70,22 @@ DISTRIBUTED_MODULES = (
 
 
 def preload(extra: tuple[str, ...] = ()) -> None:
-    """Import everything a worker needs, once, then freeze it for copy-on-write sharing."""
+    """Import everything a worker needs and read what it reads at start, once, then freeze it
+    for copy-on-write sharing (see :mod:`runner.preload`)."""
     import importlib
 
-    from runner.preload import component_modules, import_all
+    from runner.preload import (
+        command_modules,
+        component_modules,
+        import_all,
+        read_distribution_metadata,
+    )
 
     for name in PRELOAD_MODULES + extra:
         importlib.import_module(name)
     import_all(component_modules())
+    import_all(command_modules())
+    read_distribution_metadata()
     assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
     gc.collect()
     gc.freeze()

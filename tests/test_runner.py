@@ -6,6 +6,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -259,3 +261,25 @@ def test_config_errors_are_one_line_and_exit_2(collector: Collector) -> None:
         assert result.stderr.strip().endswith(
             "round_interval: 'soon' is not a duration such as 90, 45s, 30m, 12h or 7d")
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+PRELOAD_CHECK = """
+import sys
+import runner.supervisor
+runner.supervisor.preload()
+from scrapy.cmdline import _get_commands_dict
+from scrapy.utils.project import get_project_settings
+before = set(sys.modules)
+_get_commands_dict(get_project_settings(), inproject=True)
+print(sorted(set(sys.modules) - before))
+"""
+
+
+def test_preload_leaves_a_worker_nothing_to_import_to_find_its_command() -> None:
+    # scrapy.cmdline imports every command module to find `crawl`; each module a worker
+    # imports after the fork is private memory in every worker, every round.
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "scraper.settings"}
+    out = subprocess.run([sys.executable, "-c", PRELOAD_CHECK], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
