@@ -77,6 +77,9 @@ def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector:
     assert len(items) == 2 * 16
     assert stats["contenthash/dropped"] >= 2
     assert stats["item_scraped_count"] == len(items)
+    # No request went to GitHub, so the GitHub budget was never opened (an idle connection
+    # in every docs worker otherwise).
+    assert not (collector.data_dir / "state" / "budget.sqlite").exists()
 
     # Bodies came gzipped and were decoded.
     assert stats["httpcompression/response_count"] >= 2 * 16

@@ -110,11 +110,12 @@ def rate_limit_resources(body: bytes) -> dict[str, RateHeaders]:
 
 
 class GitHubBudgetMiddleware:
-    def __init__(self, crawler: Crawler, github: GitHubConfig, store: BudgetStore, *,
-                 conditional: bool = True, probe: bool = True,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, crawler: Crawler, github: GitHubConfig,
+                 open_store: Callable[[], BudgetStore], *, conditional: bool = True,
+                 probe: bool = True, clock: Callable[[], float] = time.time) -> None:
         self.crawler = crawler
-        self.store = store
+        self._open_store = open_store
+        self._store: BudgetStore | None = None
         self.clock = clock
         self.conditional = conditional
         self.probe_enabled = probe
@@ -125,10 +126,10 @@ class GitHubBudgetMiddleware:
         self.web_origin = origin(github.web_url)
         self.identity = identity_for_token(github.token())
         self.web_key = BucketKey(self._host_label(self.web_origin), "web")
-        for resource, guess in github.first_guess_limits().items():
-            store.define(BucketKey(self.identity, resource),
-                         BucketSpec(guess.limit, guess.window, probe=probe))
-        store.define(self.web_key, BucketSpec(None, github.web_min_interval))
+        self._specs = {BucketKey(self.identity, resource): BucketSpec(guess.limit, guess.window,
+                                                                      probe=probe)
+                       for resource, guess in github.first_guess_limits().items()}
+        self._specs[self.web_key] = BucketSpec(None, github.web_min_interval)
         self._credentials_rejected = False
         self._etags_seen: dict[str, tuple[str, str | None]] = {}  # url → (etag, link)
 
@@ -138,7 +139,7 @@ class GitHubBudgetMiddleware:
         if not settings.getbool("GITHUB_BUDGET_ENABLED", True):
             raise NotConfigured("GITHUB_BUDGET_ENABLED is off")
         github = load_config(settings.get("COLLECTOR_CONFIG")).github
-        middleware = cls(crawler, github, cls.open_store(settings),
+        middleware = cls(crawler, github, lambda: cls.open_store(settings),
                          conditional=settings.getbool("GITHUB_BUDGET_CONDITIONAL", True),
                          probe=settings.getbool("GITHUB_BUDGET_PROBE", True))
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
@@ -159,7 +160,20 @@ class GitHubBudgetMiddleware:
         return BudgetStore(DataLayout(settings.get("COLLECTOR_DATA_DIR", "data")).budget_db,
                            **cls.store_options(settings))
 
+    @property
+    def store(self) -> BudgetStore:
+        """The budget, opened on the first request to GitHub: a worker that never talks to
+        GitHub (the docs spider) keeps no idle connection (measured: 0.35 MB of its USS)."""
+        if self._store is None:
+            store = self._open_store()
+            for key, spec in self._specs.items():
+                store.define(key, spec)
+            self._store = store
+        return self._store
+
     def spider_closed(self, reason: str) -> None:
+        if self._store is None:
+            return
         # A page's ETag means "its items are collected": only a round that finished made sure
         # of that for every page it saw. After a cut-short round every page is asked afresh.
         if reason == "finished" and self._etags_seen:
