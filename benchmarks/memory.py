@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -368,6 +369,7 @@ def run(scale_name: str, workers: int | None, rounds: tuple[int, int] | None,
         "benchmark": "memory", "scale": scale_name, "workers": scale.workers,
         "pages_per_site": scale.pages, "latency_ms": scale.latency_ms, "jitter": 0.5,
         "settings": MEMORY_SETTINGS, "proposals": dict(PROPOSALS), "machine": machine_info(),
+        "pydantic_installed": importlib.util.find_spec("pydantic") is not None,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     try:
@@ -469,6 +471,11 @@ def render(results: dict[str, Any]) -> str:
         ]
         lines.append(format_table(["", f"runner --workers {n}", f"{n} × scrapy crawl",
                                    "runner/cold"], rows))
+    if results.get("pydantic_installed"):
+        lines.append("  note: pydantic is installed here (crawlee, of the bench extra, brings it) "
+                     "and itemadapter imports it into every Scrapy process: the cold processes "
+                     "pay for it, the runner's workers share it. A collector install has no "
+                     "pydantic: run this from a venv with `pip install -e .` for its figures")
     for restart in (cold or {}).get("restarted", []):
         lines.append(f"  note: a cold `scrapy crawl` failed at start and was started again "
                      f"(included in its start → all crawling): {restart[:300]}")
