@@ -75,6 +75,7 @@ def preload(extra: tuple[str, ...] = ()) -> None:
     import importlib
 
     from runner.preload import (
+        cache_abstract_collection_checks,
         command_modules,
         component_modules,
         import_all,
@@ -86,6 +87,7 @@ def preload(extra: tuple[str, ...] = ()) -> None:
     import_all(component_modules())
     import_all(command_modules())
     read_distribution_metadata()
+    cache_abstract_collection_checks()
     assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
     gc.collect()
     gc.freeze()

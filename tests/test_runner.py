@@ -283,3 +283,29 @@ def test_preload_leaves_a_worker_nothing_to_import_to_find_its_command() -> None
     out = subprocess.run([sys.executable, "-c", PRELOAD_CHECK], cwd=root, env=env,
                          capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+ABC_CHECK = """
+import abc
+import collections.abc
+import runner.supervisor
+runner.supervisor.preload()
+asked = []
+check = abc.ABCMeta.__subclasscheck__
+def counting(cls, sub):
+    asked.append(cls)
+    return check(cls, sub)
+abc.ABCMeta.__subclasscheck__ = counting
+isinstance(iter({}.items()), collections.abc.Mapping)
+isinstance((x for x in ()), collections.abc.MutableMapping)
+print(len(asked))
+"""
+
+
+def test_preload_answers_the_isinstance_checks_that_walk_every_mapping_class() -> None:
+    # Unanswered, isinstance(<dict iterator>, Mapping) walks every Mapping subclass loaded
+    # (over a hundred) and writes its answer into each: pages every worker would copy.
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", ABC_CHECK], cwd=root, capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "0", out.stdout
