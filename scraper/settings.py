@@ -77,6 +77,10 @@ ITEM_PIPELINES = {
     "pipelines.contenthash.ContentHashPipeline": 100,
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+WARN_ON_GENERATOR_RETURN_VALUE = False
+"""Scrapy's check reads and parses each callback's source (inspect, ast) on the first response
+of every worker, every round; the project's callbacks return no values (measured: 0.6 MB of
+every worker's USS)."""
 DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"  # duplicates are the normal case on every later round
 
 # --- politeness and robustness -------------------------------------------------------------------
