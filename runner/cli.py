@@ -204,9 +204,9 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     if redis_url:
         from runner.supervisor import DISTRIBUTED_MODULES
 
-        preload(DISTRIBUTED_MODULES)
+        versions = preload(DISTRIBUTED_MODULES)
     else:
-        preload()
+        versions = preload()
     budget, source = memory_budget(args.memory_budget or config.memory_budget)
     guard = MemoryGuard(layout.state_dir / "memory.json", budget, source)
     estimate = guard.estimate(plan.total)
@@ -221,6 +221,8 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
               f"'{PROG} stop' stops it", file=sys.stderr)
         return USAGE_ERROR
     _setup_logging(layout)
+    logging.getLogger("runner").info(
+        "versions: %s", ", ".join(f"{name} {version}" for name, version in versions))
     if not estimate.fits:
         logging.getLogger("runner").warning("--force: %s", estimate.refusal())
     config_path = resolve_config_path(args.config)

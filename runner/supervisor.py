@@ -69,13 +69,14 @@ DISTRIBUTED_MODULES = (
 """Preloaded too in the distributed mode (``--redis-url``): what every worker then imports."""
 
 
-def preload(extra: tuple[str, ...] = ()) -> None:
-    """Import everything a worker needs and read what it reads at start, once, then freeze it
-    for copy-on-write sharing (see :mod:`runner.preload`)."""
+def preload(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """Import everything a worker needs and do what it does at start, once, then freeze it for
+    copy-on-write sharing (see :mod:`runner.preload`). Returns the versions a worker runs."""
     import importlib
 
     from runner.preload import (
         cache_abstract_collection_checks,
+        cache_command_class_checks,
         command_modules,
         component_modules,
         import_all,
@@ -86,11 +87,13 @@ def preload(extra: tuple[str, ...] = ()) -> None:
         importlib.import_module(name)
     import_all(component_modules())
     import_all(command_modules())
-    read_distribution_metadata()
+    versions = read_distribution_metadata()
     cache_abstract_collection_checks()
+    cache_command_class_checks()
     assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
     gc.collect()
     gc.freeze()
+    return versions
 
 
 @dataclass

@@ -77,6 +77,9 @@ ITEM_PIPELINES = {
     "pipelines.contenthash.ContentHashPipeline": 100,
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+LOG_VERSIONS: list[str] = []
+"""Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
+The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""
 WARN_ON_GENERATOR_RETURN_VALUE = False
 """Scrapy's check reads and parses each callback's source (inspect, ast) on the first response
 of every worker, every round; the project's callbacks return no values (measured: 0.6 MB of

@@ -324,7 +324,7 @@ def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise WouldStart
 
-    monkeypatch.setattr("runner.supervisor.preload", lambda: None)  # no gc.freeze in pytest
+    monkeypatch.setattr("runner.supervisor.preload", lambda: [])  # no gc.freeze in pytest
     monkeypatch.setattr("runner.supervisor.Supervisor.run", refuse)
     monkeypatch.setattr("runner.pidfile.PidFile.acquire", refuse)
     return {"good": good, "bad": bad}
