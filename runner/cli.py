@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from runner.argtypes import positive_int, size_bytes
 from runner.cron import register as register_install_cron
 from runner.size import register as register_size
 from runner.watchdog import register as register_watchdog
@@ -29,13 +30,11 @@ from scraper.config import (
     resolve_config_path,
 )
 from scraper.layout import DataLayout
-from scraper.units import SIZE_HELP, parse_size
 
 USAGE_ERROR = 2
 WORKERS_PER_CORE_HINT = 4
 """Above this many workers per core the runner says more workers won't be faster (benchmarks)."""
 PROG = "python -m runner"
-MAX_WORKERS = 10_000
 
 
 class UsageError(Exception):
@@ -47,28 +46,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    if value > MAX_WORKERS:  # the plan's arithmetic is float: 10**400 would overflow it
-        raise argparse.ArgumentTypeError(f"{text!r} must be at most {MAX_WORKERS}")
-    return value
-
-
-def _size(text: str) -> int:
-    try:
-        size = parse_size(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {SIZE_HELP}") from None
-    if size <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {SIZE_HELP}")
-    return size
 
 
 def _spider_list(text: str) -> list[str]:
@@ -102,12 +79,12 @@ def build_parser() -> OneLineParser:
 
     run = sub.add_parser("run", help="run the workers in the foreground (the default)")
     _config_option(run, argparse.SUPPRESS)
-    run.add_argument("--workers", type=_positive_int, required=True, metavar="N")
+    run.add_argument("--workers", type=positive_int, required=True, metavar="N")
     run.add_argument("--spiders", type=_spider_list, default=list(SPIDER_NAMES),
                      metavar="LIST", help="comma-separated: trending,search,docs")
     run.add_argument("--once", action="store_true",
                      help="every worker runs one round; exit 0 if all succeeded")
-    run.add_argument("--memory-budget", type=_size, metavar="SIZE")
+    run.add_argument("--memory-budget", type=size_bytes, metavar="SIZE")
     run.add_argument("--force", action="store_true", help="start even if memory looks short")
     run.add_argument("--redis-url", type=_redis_url, metavar="URL",
                      help="distributed mode: share work, dedup and budget through this Redis "

@@ -21,8 +21,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from runner.argtypes import positive_int, size_text
 from scraper.config import CONFIG_ENV, CollectorConfig, resolve_config_path
-from scraper.units import SIZE_HELP, parse_size
 
 PROG = "python -m runner"
 BEGIN = "# >>> hubcollect >>>"
@@ -35,32 +35,15 @@ class CronError(Exception):
     """One line for the user, exit 2."""
 
 
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return int(text)
-
-
-def _size_text(text: str) -> str:
-    """Checked now, passed on as written: the crontab reads as the user typed it."""
-    try:
-        ok = parse_size(text) > 0
-    except ValueError:
-        ok = False
-    if not ok:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {SIZE_HELP}")
-    return text.strip()
-
-
 def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
     parser.description = "Add or update the watchdog and size-monitor lines in the crontab."
     add_config_option(parser)
-    parser.add_argument("--min-workers", type=_positive_int, metavar="N",
+    parser.add_argument("--min-workers", type=positive_int, metavar="N",
                         help="passed to the watchdog (default: all the plan's workers)")
-    parser.add_argument("--every", type=_size_text, default="100MB", metavar="SIZE",
+    parser.add_argument("--every", type=size_text, default="100MB", metavar="SIZE",
                         help="size-monitor step (default 100MB)")
-    parser.add_argument("--target", type=_size_text, metavar="SIZE",
+    parser.add_argument("--target", type=size_text, metavar="SIZE",
                         help="size-monitor target, shown as '… of SIZE'")
     parser.add_argument("--no-watchdog", action="store_true",
                         help="only the size monitor (when systemd keeps the runner up)")

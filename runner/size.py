@@ -24,32 +24,23 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from runner.argtypes import size_bytes
 from runner.joblock import exclusive_or_skip
 from runner.notify import say
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
-from scraper.units import SIZE_HELP, format_size, parse_size
+from scraper.units import format_size
 
 ROTATED_LOG = re.compile(r"\.log\.\d+$")
-
-
-def _size(text: str) -> int:
-    try:
-        size = parse_size(text)
-    except ValueError:
-        size = 0
-    if size <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {SIZE_HELP}")
-    return size
 
 
 def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
     parser.description = "Print one line when data_dir crosses the next size milestone."
     add_config_option(parser)
-    parser.add_argument("--every", type=_size, required=True, metavar="SIZE",
+    parser.add_argument("--every", type=size_bytes, required=True, metavar="SIZE",
                         help="the milestone step, e.g. 100MB, 1.5G, 2GiB")
-    parser.add_argument("--target", type=_size, metavar="SIZE",
+    parser.add_argument("--target", type=size_bytes, metavar="SIZE",
                         help="shown as '… of SIZE' in each line")
     parser.set_defaults(handler=cmd_size)
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from runner.argtypes import positive_int
 from runner.health import CONFIRM_TIMEOUT, assess, next_status
 from runner.joblock import exclusive_or_skip
 from runner.notify import log_to_runner_log, say
@@ -44,17 +45,11 @@ USAGE_ERROR = 2
 TROUBLE = 1
 
 
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return int(text)
-
-
 def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
     parser.description = "Print nothing while the collector is healthy; else restart it."
     add_config_option(parser)
-    parser.add_argument("--min-workers", type=_positive_int, metavar="N",
+    parser.add_argument("--min-workers", type=positive_int, metavar="N",
                         help="healthy worker slots required (default: all the plan's)")
     parser.set_defaults(handler=cmd_watchdog)
 

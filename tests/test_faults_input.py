@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import runner.cli
 import scraper.config
+from runner.argtypes import MAX_WORKERS
 from scraper.config import (
     PERIODS,
     SEARCH_SORTS,
@@ -384,7 +385,7 @@ def test_runner_workers_values(value: str, cli_home: dict[str, Path],
                                capsys: pytest.CaptureFixture[str]) -> None:
     assume(not value.startswith("-") or value[1:].isdigit())  # "-h" is an option, not a value
     try:
-        valid = 1 <= int(value) <= runner.cli.MAX_WORKERS
+        valid = 1 <= int(value) <= MAX_WORKERS
     except ValueError:
         valid = False
     code, out, err = call_main(["--workers", value, "--memory-budget", "1MB"], capsys)
