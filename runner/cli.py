@@ -157,9 +157,10 @@ def _setup_logging(layout: DataLayout) -> None:
 
 def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.memory import MemoryGuard, memory_budget
-    from runner.pidfile import PidFile, RunnerRunningError
+    from runner.pidfile import PidFile
     from runner.plan import make_plan
     from runner.supervisor import Supervisor, preload
+    from scraper.pidlock import PidLockHeld
 
     layout = DataLayout(config.data_dir)
     try:
@@ -193,7 +194,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     pidfile = PidFile(layout.runner_pidfile)
     try:
         pidfile.acquire()
-    except RunnerRunningError as exc:
+    except PidLockHeld as exc:
         print(f"{PROG}: a runner is already running on {config.data_dir} (pid {exc.pid}); "
               f"'{PROG} stop' stops it", file=sys.stderr)
         return USAGE_ERROR

@@ -1,8 +1,4 @@
-"""One runner per data dir: an ``fcntl``-locked pidfile at ``state/runner.pid``.
-
-The lock, not the file's existence, is the truth: a runner killed with ``kill -9`` leaves the file
-behind, but the kernel has already released its lock, so the next runner simply takes over.
-"""
+"""One runner per data dir: a pid lock (:mod:`scraper.pidlock`) at ``state/runner.pid``."""
 
 from __future__ import annotations
 
@@ -10,11 +6,7 @@ import fcntl
 import os
 from pathlib import Path
 
-
-class RunnerRunningError(Exception):
-    def __init__(self, pid: int | None) -> None:
-        super().__init__(pid)
-        self.pid = pid
+from scraper.pidlock import acquire_pid_lock, read_pid
 
 
 class PidFile:
@@ -23,30 +15,13 @@ class PidFile:
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise RunnerRunningError(read_pid(self.path)) from None
-        os.set_inheritable(fd, False)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self.fd = fd
+        """Raises PidLockHeld, naming the running runner's pid."""
+        self.fd = acquire_pid_lock(self.path)
 
     def release(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-
-
-def read_pid(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
 
 
 def running_pid(path: Path) -> int | None:
