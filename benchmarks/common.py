@@ -376,10 +376,7 @@ def collector_pages(data_dir: Path) -> int:
                for s in worker_states(data_dir))
 
 
-def runner_command(preload_components: bool = False) -> list[str]:
-    """``python -m runner``, or the runner with a proposed change (``benchmarks.proposals``)."""
-    if preload_components:
-        return [PYTHON, "-m", "benchmarks.proposals", "--preload-components", "--"]
+def runner_command() -> list[str]:
     return [PYTHON, "-m", "runner"]
 
 

@@ -68,8 +68,6 @@ from benchmarks.common import (
 
 # The collector's own defaults, minus politeness a loopback host does not need.
 MEMORY_SETTINGS = {"CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
-PROPOSALS = {"preload_components": False}
-"""Set by ``--runner-preload-components``: measure that proposal (``benchmarks.proposals``)."""
 TREE_PSS_TARGET_MB = 650
 RATIO_TARGET = 0.45
 ROUNDS_TOLERANCE = 0.05
@@ -224,7 +222,7 @@ def phase_runner(fake: Any, home: Path, urls: list[str], scale: Scale) -> dict[s
     with log:
         started = time.time()
         runner = subprocess.Popen(
-            [*runner_command(PROPOSALS["preload_components"]), "--config", str(config),
+            [*runner_command(), "--config", str(config),
              "--workers", str(len(urls)),
              "--spiders", "docs"], cwd=home, env=collector_env(config),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
@@ -293,7 +291,7 @@ def phase_rounds(fake: Any, home: Path, urls: list[str], scale: Scale) -> dict[s
     log = open(home / "runner.out", "wb")  # noqa: SIM115 - closed after the run
     with log:
         runner = subprocess.Popen(
-            [*runner_command(PROPOSALS["preload_components"]), "--config", str(config),
+            [*runner_command(), "--config", str(config),
              "--workers", str(len(urls)),
              "--spiders", "docs"], cwd=home, env=collector_env(config),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
@@ -368,7 +366,7 @@ def run(scale_name: str, workers: int | None, rounds: tuple[int, int] | None,
     results: dict[str, Any] = {
         "benchmark": "memory", "scale": scale_name, "workers": scale.workers,
         "pages_per_site": scale.pages, "latency_ms": scale.latency_ms, "jitter": 0.5,
-        "settings": MEMORY_SETTINGS, "proposals": dict(PROPOSALS), "machine": machine_info(),
+        "settings": MEMORY_SETTINGS, "machine": machine_info(),
         "pydantic_installed": importlib.util.find_spec("pydantic") is not None,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -426,8 +424,6 @@ def render(results: dict[str, Any]) -> str:
              f"{describe_machine(results['machine'])}"]
     if describe_load(results):
         lines[0] += f"; {describe_load(results)}"
-    if (results.get("proposals") or {}).get("preload_components"):
-        lines.append("runner with --runner-preload-components (benchmarks/proposals.py)")
     runner, cold = results.get("runner"), results.get("cold")
     if runner or cold:
         def col(phase: dict[str, Any] | None, key: str, sub: str | None = None) -> str:
@@ -531,15 +527,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=_rounds, default=None,
                         help="the two rounds compared (default 5,50 full; 2,8 tiny)")
     parser.add_argument("--phases", default="runner,cold,rounds")
-    parser.add_argument("--runner-preload-components", action="store_true",
-                        help="measure the runner with the preload proposal of "
-                             "benchmarks/proposals.py")
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON results (default: benchmarks/results/memory.json, or "
                              "memory-tiny.json for --scale tiny)")
     args = parser.parse_args(argv)
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
-    PROPOSALS["preload_components"] = args.runner_preload_components
     results = run(args.scale, args.workers, args.rounds, phases)
     results["command"] = " ".join(["python -m benchmarks.memory", *(argv or sys.argv[1:])])
     results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -130,9 +130,7 @@ def _collector_report(home: Path) -> Callable[[], dict[str, Any]]:
 
 
 COLLECTOR_SETTINGS: dict[str, Any] = {}
-"""Extra Scrapy settings for the collector's contenders (``--set``), to try a proposal."""
-PROPOSALS = {"preload_components": False}
-"""Set by ``--runner-preload-components``: measure that proposal (``benchmarks.proposals``)."""
+"""Extra Scrapy settings for the collector's contenders (``--set``), to try a settings change."""
 
 
 def runner_contender(workers: int) -> Contender:
@@ -140,7 +138,7 @@ def runner_contender(workers: int) -> Contender:
         config = write_collector_config(home, urls, settings=COLLECTOR_SETTINGS)
         items = home / "data" / "items" / "docs"
         return Launch(
-            [*runner_command(PROPOSALS["preload_components"]), "--config", str(config),
+            [*runner_command(), "--config", str(config),
              "--workers", str(workers), "--once", "--spiders", "docs"],
             home, collector_env(config), lambda: first_file_seen(items, "*.jsonl*"),
             _collector_report(home))
@@ -446,8 +444,6 @@ def render(results: dict[str, Any]) -> str:
         parts[0] += f"; {describe_load(results)}"
     if results.get("collector_settings"):
         parts[0] += f"\ncollector contenders with --set {results['collector_settings']}"
-    if (results.get("proposals") or {}).get("preload_components"):
-        parts[0] += "\nrunner with --runner-preload-components (benchmarks/proposals.py)"
     parts += [render_workload(name, result) for name, result in results["workloads"].items()]
     return "\n\n".join(parts)
 
@@ -493,9 +489,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", type=_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="a Scrapy setting for the collector's contenders (runner, scrapy "
                              "crawl docs) only, to try a settings change; repeatable")
-    parser.add_argument("--runner-preload-components", action="store_true",
-                        help="measure the runner with the preload proposal of "
-                             "benchmarks/proposals.py")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     return parser.parse_args(argv)
 
@@ -505,7 +498,6 @@ def main(argv: list[str] | None = None) -> int:
     scale = SCALES[args.scale]
     workers = args.workers or scale.workers
     COLLECTOR_SETTINGS.update(dict(args.set))
-    PROPOSALS["preload_components"] = args.runner_preload_components
     entrants = contenders(workers)
     if args.only:
         wanted = {w.strip() for w in args.only.split(",")}
@@ -515,7 +507,6 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "throughput", "scale": args.scale, "sites": scale.sites,
         "pages": scale.pages, "page_kb": PAGE_KB, "workers": list(workers),
         "repeat": args.repeat, "collector_settings": dict(args.set),
-        "proposals": dict(PROPOSALS),
         "machine": machine_info(),
         "command": " ".join(["python -m benchmarks.throughput", *(argv or sys.argv[1:])]),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
