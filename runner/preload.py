@@ -122,12 +122,12 @@ def cache_abstract_collection_checks() -> None:
             issubclass(kind, abstract)
 
 
-def cache_command_class_checks(settings_module: str = "scraper.settings") -> None:
+def cache_command_class_checks(modules: list[str]) -> None:
     """Answer the ``issubclass(obj, ScrapyCommand)`` that ``scrapy.cmdline`` asks of every class
-    in the command modules."""
+    in the command modules (:func:`command_modules`)."""
     from scrapy.commands import ScrapyCommand
 
-    for name in command_modules(settings_module):
+    for name in modules:
         module = sys.modules.get(name)
         for value in vars(module).values() if module is not None else ():
             if inspect.isclass(value):

@@ -86,10 +86,10 @@ def preload(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     for name in PRELOAD_MODULES + extra:
         importlib.import_module(name)
     import_all(component_modules())
-    import_all(command_modules())
+    commands = import_all(command_modules())
     versions = read_distribution_metadata()
     cache_abstract_collection_checks()
-    cache_command_class_checks()
+    cache_command_class_checks(commands)
     assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
     gc.collect()
     gc.freeze()
