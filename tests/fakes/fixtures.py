@@ -23,26 +23,24 @@ __all__ = ["fake_docs", "fake_docs_factory", "fake_github", "fake_github_factory
            "fake_hostile"]
 
 
-def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return dict(getattr(request, "param", None) or {})
+def _serve(start: Callable[..., FakeServer], directory: Path,
+           request: pytest.FixtureRequest) -> Iterator[FakeServer]:
+    """One server, with the options of an indirect parametrization, stopped after the test."""
+    server = start(directory, **dict(getattr(request, "param", None) or {}))
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
 def fake_github(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeServer]:
-    server = start_fake_github(tmp_path / "fake-github", **_options(request))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serve(start_fake_github, tmp_path / "fake-github", request)
 
 
 @pytest.fixture
 def fake_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeServer]:
-    server = start_fake_docs(tmp_path / "fake-docs", **_options(request))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serve(start_fake_docs, tmp_path / "fake-docs", request)
 
 
 def _factory(
@@ -75,8 +73,4 @@ def fake_docs_factory(tmp_path: Path) -> Iterator[Callable[..., FakeServer]]:
 @pytest.fixture
 def fake_hostile(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeServer]:
     """The hostile server (tests/fakes/hostile.py): 5xx storms, resets, hangs, huge bodies…"""
-    server = start_fake_hostile(tmp_path / "fake-hostile", **_options(request))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serve(start_fake_hostile, tmp_path / "fake-hostile", request)
