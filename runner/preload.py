@@ -20,9 +20,10 @@ the answer in each one's cache. Scrapy asks it of every worker's first response
 pages; asked here once, for the built-in types such checks meet, the answers are shared. The
 same goes for ``issubclass(obj, ScrapyCommand)``, asked of every class the command modules name.
 
-Measured on 6 docs workers while crawling, worker USS: −1.2 MB (commands), −0.45 MB
-(metadata), −0.8 MB (isinstance caches); −0.6 MB more with the command class checks answered
-and the versions logged by the runner instead of every worker.
+Measured with ``python -m benchmarks.memory --phases runner --workers 6`` on the commits before
+and after (median of 3 runs, worker USS while crawling, Python 3.11): commands and metadata
+25.2 MB after 26.7; the isinstance answers 24.3 after 24.7; the ScrapyCommand checks, with the
+project's ``LOG_VERSIONS`` emptied, 23.4 after 23.9.
 """
 
 from __future__ import annotations
