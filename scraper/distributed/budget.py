@@ -143,13 +143,8 @@ class RedisBudgetStore(BudgetStore):
         saved = False
         try:
             restore_tables(self._conn, self.link.client.get(self.keys.budget_state))
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+            with super()._tx() as conn:  # the machine store's transaction, on the working copy
+                yield conn
             saved = bool(self._save_script(keys=[self.keys.budget_state, self.keys.budget_lock],
                                            args=[token, dump_tables(self._conn)]))
             if not saved:
