@@ -6,7 +6,7 @@ Each contender is ``python -m runner --workers 20 --spiders search`` against its
 with short windows (30 search requests per 6 s), for 10 windows from its first request; only
 the search spider's settings differ:
 
-* ``ours``: the project as configured (GitHubBudgetMiddleware on);
+* ``ours``: the project as configured (BudgetMiddleware on);
 * ``predecessor``: no budget, every process one request at a time, fixed spacing of 2 s scaled
   to the window (2 s × 6/60: the same ratio to the window as 2 s to GitHub's minute);
 * ``autothrottle``: no budget, Scrapy's AutoThrottle alone (the project's AUTOTHROTTLE_* values).
@@ -69,11 +69,11 @@ def mode_settings(mode: str, scale: Scale) -> dict[str, Any]:
     if mode == "ours":
         return {}
     if mode == "predecessor":
-        return {"GITHUB_BUDGET_ENABLED": False, "AUTOTHROTTLE_ENABLED": False,
+        return {"BUDGET_ENABLED": False, "AUTOTHROTTLE_ENABLED": False,
                 "DOWNLOAD_DELAY": PREDECESSOR_SPACING * scale.window / GITHUB_SEARCH_WINDOW,
                 "DOWNLOAD_DELAY_JITTER": 0, "CONCURRENT_REQUESTS_PER_DOMAIN": 1}
     if mode == "autothrottle":
-        return {"GITHUB_BUDGET_ENABLED": False, "AUTOTHROTTLE_ENABLED": True}
+        return {"BUDGET_ENABLED": False, "AUTOTHROTTLE_ENABLED": True}
     raise ValueError(mode)
 
 

@@ -24,7 +24,7 @@ class ContentHashPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.layout = DataLayout(crawler.settings["COLLECTOR_DATA_DIR"])
+        self.layout = DataLayout.from_settings(crawler.settings)
         self.store: SqliteMapping | None = None
         # Hashes between process_item and item_scraped: a second copy in that gap is a duplicate.
         self.in_flight: set[str] = set()

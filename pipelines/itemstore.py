@@ -33,7 +33,7 @@ PART_SUFFIX = ".part"
 class JsonLinesItemStore:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.layout = DataLayout(crawler.settings["COLLECTOR_DATA_DIR"])
+        self.layout = DataLayout.from_settings(crawler.settings)
         self.file: IO[bytes] | None = None
         self.part_path: Path | None = None
         self.count = 0

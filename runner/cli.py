@@ -23,6 +23,9 @@ from runner.cron import register as register_install_cron
 from runner.size import register as register_size
 from runner.watchdog import register as register_watchdog
 from scraper.config import (
+    REDIS_URL_ENV,
+    REDIS_URL_HELP,
+    REDIS_URL_RE,
     SPIDER_NAMES,
     CollectorConfig,
     ConfigError,
@@ -60,8 +63,6 @@ def _spider_list(text: str) -> list[str]:
 
 
 def _redis_url(text: str) -> str:
-    from scraper.distributed.wiring import REDIS_URL_HELP, REDIS_URL_RE
-
     if not REDIS_URL_RE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not {REDIS_URL_HELP}")
     return text
@@ -127,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
     try:
         args = parser.parse_args(_with_default_command(argv, commands))
+        if getattr(args, "redis_url", None):
+            # The flag wins over the file; the workers inherit it with the environment.
+            os.environ[REDIS_URL_ENV] = args.redis_url
         config = load_config(args.config)
     except (UsageError, ConfigError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
@@ -164,7 +168,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
 
     layout = DataLayout(config.data_dir)
     try:
-        redis_url = _distributed_mode(args.redis_url, config)
+        redis_url = _distributed_mode(config)
     except UsageError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return USAGE_ERROR
@@ -216,21 +220,13 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         pidfile.release()
 
 
-def _distributed_mode(flag: str | None, config: CollectorConfig) -> str | None:
-    """The Redis URL (``--redis-url``, else $COLLECTOR_REDIS_URL, else the config's), passed to
-    every worker through $COLLECTOR_REDIS_URL, which ``scrapy crawl`` honours: a worker stays
-    exactly ``scrapy crawl SPIDER -a shard=i/N``. None: one machine."""
+def _distributed_mode(config: CollectorConfig) -> str | None:
+    """The Redis URL (config.redis_url: ``--redis-url``, else $COLLECTOR_REDIS_URL, else the
+    file's), passed to every worker through $COLLECTOR_REDIS_URL, which ``scrapy crawl``
+    honours: a worker stays exactly ``scrapy crawl SPIDER -a shard=i/N``. None: one machine."""
     import importlib.util
 
-    from scraper.distributed.keys import REDIS_URL_ENV
-    from scraper.distributed.wiring import redis_url
-
-    if flag:
-        os.environ[REDIS_URL_ENV] = flag
-    try:
-        url = redis_url(config)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    url = config.redis_url
     if not url:
         return None
     if importlib.util.find_spec("scrapy_redis") is None:
@@ -254,10 +250,8 @@ def _distributed_mode(flag: str | None, config: CollectorConfig) -> str | None:
 
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.status import collect_status, render_status
-    from scraper.distributed.keys import REDIS_URL_ENV
 
-    redis_url = args.redis_url or os.environ.get(REDIS_URL_ENV) or config.redis_url
-    status = collect_status(DataLayout(config.data_dir), redis_url)
+    status = collect_status(DataLayout(config.data_dir), config.redis_url)
     print(json.dumps(status, indent=1, default=str) if args.json else render_status(status))
     return 0
 

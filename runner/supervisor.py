@@ -56,7 +56,7 @@ PRELOAD_MODULES = (
     "pipelines.contenthash", "pipelines.itemstore", "scraper.spidermiddlewares.deltafetch",
     "scraper.downloadermiddlewares.githubauth", "scraper.extensions.workerstate",
     "scraper.extensions.logrotate", "scraper.commands.crawl", "scraper.budget.store",
-    "scraper.downloadermiddlewares.ratelimit",
+    "scraper.downloadermiddlewares.budget",
 )
 
 

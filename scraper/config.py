@@ -15,7 +15,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -26,6 +26,11 @@ from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 
 CONFIG_ENV = "COLLECTOR_CONFIG"
 """Environment variable naming the config file; the runner sets it for every worker it forks."""
+REDIS_URL_ENV = "COLLECTOR_REDIS_URL"
+"""Environment variable naming a Redis URL; it wins over the config's ``redis_url``. The runner's
+``--redis-url`` sets it for its workers, so a worker stays exactly ``scrapy crawl …``."""
+REDIS_URL_RE = re.compile(r"^(redis|rediss|unix)://\S+$")
+REDIS_URL_HELP = "a Redis URL such as redis://127.0.0.1:6379/0"
 
 DEFAULT_CONFIG_FILE = "collector.yaml"
 
@@ -48,6 +53,30 @@ class ConfigError(Exception):
     """A configuration problem, already phrased as the one line the user sees."""
 
 
+class Secret:
+    """A credential that prints as ``***`` wherever it ends up (reprs, settings dumps, logs);
+    only :meth:`reveal` gives the value, at the one place that sends it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
 @dataclass(frozen=True, slots=True)
 class RateLimit:
     """A first guess at one GitHub rate limit; response headers replace it once seen."""
@@ -68,13 +97,11 @@ class GitHubConfig:
     token_env: str = "GITHUB_TOKEN"
     web_min_interval: float = 2.0
     limits: Mapping[str, RateLimit] = field(default_factory=dict)
-
-    def token(self) -> str | None:
-        """The token from the environment, or None (anonymous). Never stored on the object."""
-        return os.environ.get(self.token_env) or None
+    token: Secret | None = None
+    """Read from ``$token_env`` when the config is loaded; None means anonymous."""
 
     def first_guess_limits(self) -> dict[str, RateLimit]:
-        base = TOKEN_LIMITS if self.token() else ANONYMOUS_LIMITS
+        base = TOKEN_LIMITS if self.token else ANONYMOUS_LIMITS
         return {**base, **self.limits}
 
 
@@ -140,6 +167,7 @@ class CollectorConfig:
     logs_keep_days: int = 14
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     redis_url: str | None = None
+    """``$COLLECTOR_REDIS_URL`` if set, else the file's ``redis_url``; None = one machine."""
     source: str | None = None  # the file it came from, None for the built-in defaults
 
     def spider(self, name: str) -> SpiderConfig:
@@ -162,31 +190,35 @@ def resolve_config_path(explicit: str | os.PathLike[str] | None = None) -> Path 
     return default if default.exists() else None
 
 
-_cache: dict[tuple[str, float], CollectorConfig] = {}
-
-
-def load_config(explicit: str | os.PathLike[str] | None = None) -> CollectorConfig:
-    """Read and validate the configuration; raises :class:`ConfigError` with a one-line message."""
+def load_config(explicit: str | os.PathLike[str] | None = None,
+                environ: Mapping[str, str] | None = None) -> CollectorConfig:
+    """Read and validate the configuration file and the environment it names (the token, the
+    Redis URL), once; raises :class:`ConfigError` with a one-line message."""
+    environ = os.environ if environ is None else environ
     path = resolve_config_path(explicit)
     if path is None:
-        return CollectorConfig(data_dir=Path("data").absolute())
-    label = str(path)
-    try:
-        mtime = path.stat().st_mtime
-    except FileNotFoundError:
-        via = "" if explicit else f" (named by ${CONFIG_ENV})"
-        raise ConfigError(f"{label}: no such file{via}") from None
-    except OSError as exc:
-        raise ConfigError(f"{label}: cannot read: {exc.strerror}") from None
-    key = (str(path.absolute()), mtime)
-    if key not in _cache:
-        _cache[key] = parse_config(_read_text(path), label, base_dir=path.absolute().parent)
-    return _cache[key]
+        config = CollectorConfig(data_dir=Path("data").absolute())
+    else:
+        config = parse_config(_read_text(path, explicit), str(path),
+                              base_dir=path.absolute().parent)
+    return _with_environment(config, environ)
 
 
-def _read_text(path: Path) -> str:
+def _with_environment(config: CollectorConfig, environ: Mapping[str, str]) -> CollectorConfig:
+    token = environ.get(config.github.token_env) or None
+    redis_url = environ.get(REDIS_URL_ENV) or None
+    if redis_url is not None and not REDIS_URL_RE.fullmatch(redis_url):
+        raise ConfigError(f"${REDIS_URL_ENV}: {redis_url!r} is not {REDIS_URL_HELP}")
+    return replace(config, github=replace(config.github, token=Secret(token) if token else None),
+                   redis_url=redis_url or config.redis_url)
+
+
+def _read_text(path: Path, explicit: object = None) -> str:
     try:
         return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        via = "" if explicit else f" (named by ${CONFIG_ENV})"
+        raise ConfigError(f"{path}: no such file{via}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
@@ -336,116 +368,119 @@ def _int_range(minimum: int, maximum: int | None) -> str:
     return f"an integer from {minimum} to {maximum}"
 
 
-def _fields(section: type) -> tuple[str, ...]:
-    return tuple(name for name in section.__dataclass_fields__ if name != "source")
+Handler = Callable[[str, Any], Any]
+"""Validates one key's value, given its key path; returns the value the config object holds."""
+
+
+def _section(r: _Reader, path: str, value: Any, cls: type,
+             handlers: Mapping[str, Handler]) -> Any:
+    """Build ``cls`` from a mapping whose keys are exactly those ``handlers`` handle: a key
+    without a handler is refused as unknown, never accepted and ignored."""
+    unhandled = set(handlers) - set(cls.__dataclass_fields__)
+    if unhandled:  # a programming error, not the user's
+        raise TypeError(f"{cls.__name__} has no field {sorted(unhandled)[0]}")
+    allowed = tuple(name for name in cls.__dataclass_fields__ if name in handlers)
+    section = r.mapping(path, value, allowed)
+    return cls(**{key: handlers[key](_join(path, key), raw) for key, raw in section.items()})
 
 
 def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig:
-    top = r.mapping("", data, TOP_LEVEL_KEYS)
-    values: dict[str, Any] = {"source": label}
-    if "data_dir" in top:
-        raw = r.text("data_dir", top["data_dir"], re.compile(r"^\S.*$"), "a directory path")
+    def data_dir(path: str, value: Any) -> Path:
+        raw = r.text(path, value, re.compile(r"^\S.*$"), "a directory path")
         try:
-            values["data_dir"] = Path(raw).expanduser()
+            return base_dir / Path(raw).expanduser()
         except RuntimeError:  # ~someone for a user this machine doesn't have
-            r.bad("data_dir", raw, "a directory path (no such user's home)")
-    values["data_dir"] = base_dir / values.get("data_dir", Path("data"))
-    if "github" in top:
-        values["github"] = _github(r, top["github"])
-    spiders = r.mapping("spiders", top.get("spiders"), SPIDER_NAMES)
-    for name, build in (("trending", _trending), ("search", _search), ("docs", _docs)):
-        if spiders.get(name) is not None:
-            values[name] = build(r, f"spiders.{name}", spiders[name])
-    if "round_interval" in top:
-        values["round_interval"] = r.duration("round_interval", top["round_interval"])
-    if "stop_timeout" in top:
-        values["stop_timeout"] = r.duration("stop_timeout", top["stop_timeout"])
-    if top.get("memory_budget") is not None:
-        values["memory_budget"] = r.size("memory_budget", top["memory_budget"])
-    if "logs_keep_days" in top:
-        values["logs_keep_days"] = r.integer("logs_keep_days", top["logs_keep_days"], 1)
-    if "notify" in top:
-        notify = r.mapping("notify", top["notify"], _fields(NotifyConfig))
-        url = notify.get("webhook_url")
-        values["notify"] = NotifyConfig(r.url("notify.webhook_url", url) if url else None)
-    if top.get("redis_url") is not None:
-        values["redis_url"] = r.text("redis_url", top["redis_url"], re.compile(
-            r"^(redis|rediss|unix)://\S+$"), "a Redis URL such as redis://127.0.0.1:6379/0")
-    return CollectorConfig(**values)
+            r.bad(path, raw, "a directory path (no such user's home)")
+
+    def spiders(path: str, value: Any) -> dict[str, Any]:
+        builders = {"trending": _trending, "search": _search, "docs": _docs}
+        section = r.mapping(path, value, tuple(builders))
+        return {name: builders[name](r, _join(path, name), raw)
+                for name, raw in section.items() if raw is not None}
+
+    def optional(check: Handler) -> Handler:
+        return lambda path, value: None if value is None else check(path, value)
+
+    handlers: dict[str, Handler] = {
+        "data_dir": data_dir,
+        "github": lambda path, value: _github(r, path, value),
+        "spiders": spiders,
+        "round_interval": r.duration,
+        "stop_timeout": r.duration,
+        "memory_budget": optional(r.size),
+        "logs_keep_days": lambda path, value: r.integer(path, value, 1),
+        "notify": lambda path, value: _section(r, path, value, NotifyConfig, {
+            "webhook_url": optional(r.url)}),
+        "redis_url": optional(lambda path, value: r.text(path, value, REDIS_URL_RE,
+                                                         REDIS_URL_HELP)),
+    }
+    if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
+        raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")
+    top = r.mapping("", data, TOP_LEVEL_KEYS)
+    values: dict[str, Any] = {key: handlers[key](key, raw) for key, raw in top.items()}
+    values.update(values.pop("spiders", {}))
+    values.setdefault("data_dir", base_dir / "data")
+    return CollectorConfig(**values, source=label)
 
 
-def _github(r: _Reader, value: Any) -> GitHubConfig:
-    section = r.mapping("github", value, _fields(GitHubConfig))
-    values: dict[str, Any] = {}
-    for key in ("web_url", "api_url"):
-        if key in section:
-            values[key] = r.url(f"github.{key}", section[key]).rstrip("/")
-    if "token_env" in section:
-        values["token_env"] = r.text("github.token_env", section["token_env"], _ENV_NAME_RE,
-                                     "an environment variable name such as GITHUB_TOKEN")
-    if "web_min_interval" in section:
-        values["web_min_interval"] = r.number("github.web_min_interval",
-                                              section["web_min_interval"], 0)
-    if "limits" in section:
-        limits = r.mapping("github.limits", section["limits"], RESOURCES)
+def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:
+    def url(path: str, value: Any) -> str:
+        return r.url(path, value).rstrip("/")
+
+    def limits(path: str, value: Any) -> dict[str, RateLimit]:
         parsed = {}
-        for resource, spec in limits.items():
-            path = f"github.limits.{resource}"
-            spec = r.mapping(path, spec, ("limit", "window"))
+        for resource, spec in r.mapping(path, value, RESOURCES).items():
+            where = _join(path, resource)
+            spec = r.mapping(where, spec, ("limit", "window"))
             for key in ("limit", "window"):
                 if key not in spec:
-                    r.fail(f"{path}.{key}", "missing; give both limit and window")
-            window = r.duration(f"{path}.window", spec["window"])
+                    r.fail(f"{where}.{key}", "missing; give both limit and window")
+            window = r.duration(f"{where}.window", spec["window"])
             if window <= 0:
-                r.bad(f"{path}.window", spec["window"], "a duration above zero")
-            parsed[resource] = RateLimit(r.integer(f"{path}.limit", spec["limit"], 1), window)
-        values["limits"] = parsed
-    return GitHubConfig(**values)
+                r.bad(f"{where}.window", spec["window"], "a duration above zero")
+            parsed[resource] = RateLimit(r.integer(f"{where}.limit", spec["limit"], 1), window)
+        return parsed
+
+    return _section(r, path, value, GitHubConfig, {
+        "web_url": url,
+        "api_url": url,
+        "token_env": lambda path, value: r.text(
+            path, value, _ENV_NAME_RE, "an environment variable name such as GITHUB_TOKEN"),
+        "web_min_interval": lambda path, value: r.number(path, value, 0),
+        "limits": limits,
+    })
 
 
-def _common(r: _Reader, path: str, section: dict[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    if "weight" in section:
-        values["weight"] = r.integer(f"{path}.weight", section["weight"], 0)
-    if "settings" in section:
-        values["settings"] = r.settings(f"{path}.settings", section["settings"])
-    return values
+def _common(r: _Reader) -> dict[str, Handler]:
+    """The keys every spider section takes."""
+    return {"weight": lambda path, value: r.integer(path, value, 0), "settings": r.settings}
 
 
 def _trending(r: _Reader, path: str, value: Any) -> TrendingConfig:
-    section = r.mapping(path, value, _fields(TrendingConfig))
-    values = _common(r, path, section)
-    if "languages" in section:
-        values["languages"] = r.items(f"{path}.languages", section["languages"], lambda p, v: (
-            r.text(p, v, _LANGUAGE_RE, "a GitHub language slug such as python, c%23 or c++ "
-                   "(\"\" for all languages)")))
-    if "periods" in section:
-        values["periods"] = r.items(f"{path}.periods", section["periods"],
-                                    lambda p, v: r.choice(p, v, PERIODS))
-    return TrendingConfig(**values)
+    return _section(r, path, value, TrendingConfig, {
+        **_common(r),
+        "languages": lambda path, value: r.items(path, value, lambda p, v: r.text(
+            p, v, _LANGUAGE_RE, "a GitHub language slug such as python, c%23 or c++ "
+            "(\"\" for all languages)")),
+        "periods": lambda path, value: r.items(path, value,
+                                               lambda p, v: r.choice(p, v, PERIODS)),
+    })
 
 
 def _search(r: _Reader, path: str, value: Any) -> SearchConfig:
-    section = r.mapping(path, value, _fields(SearchConfig))
-    values = _common(r, path, section)
-    if "queries" in section:
-        values["queries"] = r.items(f"{path}.queries", section["queries"], lambda p, v: r.text(
-            p, v, re.compile(r"^\s*\S.*$", re.S), "a search query such as 'topic:web-scraping'"))
-    if "sort" in section:
-        values["sort"] = r.choice(f"{path}.sort", section["sort"], SEARCH_SORTS)
-    if "per_page" in section:
-        values["per_page"] = r.integer(f"{path}.per_page", section["per_page"], 1, 100)
-    return SearchConfig(**values)
+    return _section(r, path, value, SearchConfig, {
+        **_common(r),
+        "queries": lambda path, value: r.items(path, value, lambda p, v: r.text(
+            p, v, re.compile(r"^\s*\S.*$", re.S), "a search query such as 'topic:web-scraping'")),
+        "sort": lambda path, value: r.choice(path, value, SEARCH_SORTS),
+        "per_page": lambda path, value: r.integer(path, value, 1, 100),
+    })
 
 
 def _docs(r: _Reader, path: str, value: Any) -> DocsConfig:
-    section = r.mapping(path, value, _fields(DocsConfig))
-    values = _common(r, path, section)
-    if "start_urls" in section:
-        values["start_urls"] = r.items(f"{path}.start_urls", section["start_urls"], r.url)
-    if "max_pages_per_site" in section:
-        values["max_pages_per_site"] = r.integer(f"{path}.max_pages_per_site",
-                                                 section["max_pages_per_site"], 1)
-    if "refresh_after" in section:
-        values["refresh_after"] = r.duration(f"{path}.refresh_after", section["refresh_after"])
-    return DocsConfig(**values)
+    return _section(r, path, value, DocsConfig, {
+        **_common(r),
+        "start_urls": lambda path, value: r.items(path, value, r.url),
+        "max_pages_per_site": lambda path, value: r.integer(path, value, 1),
+        "refresh_after": r.duration,
+    })

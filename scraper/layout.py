@@ -11,12 +11,15 @@
     {data_dir}/state/workers/{spider}-{i}of{N}.json             a worker's live stats
     {data_dir}/state/runner.pid, status.json                    the runner's
     {data_dir}/state/budget.sqlite                              the shared GitHub budget
+    {data_dir}/state/etags.sqlite                               GitHub API pages' last ETags
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from scrapy.settings import BaseSettings
 
 from scraper.sharding import Shard
 
@@ -33,8 +36,12 @@ class DataLayout:
     root: Path
 
     def __post_init__(self) -> None:
-        # Accept the str a Scrapy setting holds.
         object.__setattr__(self, "root", Path(self.root))
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> DataLayout:
+        """The layout under ``COLLECTOR_DATA_DIR``, which ``scrapy crawl`` sets from the config."""
+        return cls(Path(settings["COLLECTOR_DATA_DIR"]))
 
     @property
     def items_root(self) -> Path:
@@ -89,3 +96,7 @@ class DataLayout:
     @property
     def budget_db(self) -> Path:
         return self.state_dir / "budget.sqlite"
+
+    @property
+    def etags_db(self) -> Path:
+        return self.state_dir / "etags.sqlite"

@@ -12,10 +12,26 @@ COMMANDS_MODULE = "scraper.commands"
 USER_AGENT = "hubcollect/0.1 (+https://github.com/hubcollect/hubcollect)"
 
 # --- the collector's own settings ----------------------------------------------------------------
+# ``scrapy crawl`` (scraper/commands/crawl.py) reads collector.yaml and the environment once and
+# sets these from it (``collector_settings``); the components read them, never the file.
 COLLECTOR_CONFIG = None
 """Path of collector.yaml; None = $COLLECTOR_CONFIG, else ./collector.yaml, else defaults."""
+COLLECTOR = None
+"""The resolved config (scraper.config.CollectorConfig): the spiders' start lists and options."""
 COLLECTOR_DATA_DIR = "data"
-"""Set by ``scrapy crawl`` from the config's data_dir; every store and file lives under it."""
+"""The config's data_dir; every store and file lives under it (scraper.layout.DataLayout)."""
+GITHUB_API_URL = None
+"""github.api_url: the only origin the token is sent to; the API budget's host."""
+GITHUB_WEB_URL = None
+"""github.web_url: the trending pages' host, paced by GITHUB_WEB_MIN_INTERVAL."""
+GITHUB_TOKEN = None
+"""A scraper.config.Secret read from $GITHUB_TOKEN_ENV, or None: anonymous."""
+GITHUB_TOKEN_ENV = "GITHUB_TOKEN"
+"""The variable the token came from, for messages that tell the user what to fix."""
+GITHUB_WEB_MIN_INTERVAL = 2.0
+"""Seconds between two trending-page requests of all workers together."""
+GITHUB_RATE_LIMITS = None
+"""resource → scraper.config.RateLimit: the first guess until GitHub's headers are seen."""
 
 # --- what 20 processes on one small box must not each open ---------------------------------------
 TELNETCONSOLE_ENABLED = False  # 20 consoles exhaust ports 6023–6073
@@ -54,18 +70,20 @@ DOWNLOADER_MIDDLEWARES = {
     "scraper.downloadermiddlewares.redirect.LoopSafeRedirectMiddleware": 600,
     # GitHub budget: closest to the downloader, so it waits right before sending and sees raw
     # answers (redirects, 403/429) before Redirect- and RetryMiddleware.
-    "scraper.downloadermiddlewares.ratelimit.GitHubBudgetMiddleware": 960,
+    # If-None-Match on GitHub API pages; sees a 304 after the budget has booked it as free.
+    "scraper.downloadermiddlewares.conditional.ConditionalRequestMiddleware": 955,
+    "scraper.downloadermiddlewares.budget.BudgetMiddleware": 960,
 }
 
-# --- GitHub budget: GitHub's rate limits as one budget shared by all workers ----------------------
-# scraper/budget/, scraper/downloadermiddlewares/ratelimit.py; state: {data_dir}/state/budget.sqlite
-GITHUB_BUDGET_ENABLED = True
-GITHUB_BUDGET_RESET_GUARD = 0.5  # s after x-ratelimit-reset before a new window's first request
-GITHUB_BUDGET_MIN_INTERVAL = 0.05  # s; the closest two API requests ever get, catching up included
-GITHUB_BUDGET_BACKOFF_START = 60.0  # s; a limit answer without retry-after or remaining 0 ...
-GITHUB_BUDGET_BACKOFF_MAX = 3600.0  # ... waits this, doubling while it persists, up to this
-GITHUB_BUDGET_CONDITIONAL = True  # If-None-Match with the last ETag: a 304 costs no budget
-GITHUB_BUDGET_PROBE = True  # read GET /rate_limit (free) when the budget state is unknown or old
+# --- budget: GitHub's rate limits as one budget shared by all workers -----------------------------
+# scraper/budget/, scraper/downloadermiddlewares/budget.py; state: {data_dir}/state/budget.sqlite
+BUDGET_ENABLED = True
+BUDGET_RESET_GUARD = 0.5  # s after x-ratelimit-reset before a new window's first request
+BUDGET_MIN_INTERVAL = 0.05  # s; the closest two API requests ever get, catching up included
+BUDGET_BACKOFF_START = 60.0  # s; a limit answer without retry-after or remaining 0 ...
+BUDGET_BACKOFF_MAX = 3600.0  # ... waits this, doubling while it persists, up to this
+BUDGET_PROBE = True  # read GET /rate_limit (free) when the budget state is unknown or old
+BUDGET_CONDITIONAL = True  # If-None-Match with the last ETag: a 304 costs no budget
 # GitHub's hosts are paced by the budget: their downloader slots add no delay of their own.
 DOWNLOAD_SLOTS = {
     "github-api": {"concurrency": 4, "delay": 0, "jitter": 0},
@@ -107,11 +125,18 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 REDIRECT_MAX_TIMES = 10
 
-REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 FEED_EXPORT_ENCODING = "utf-8"
 
 # --- distributed mode (scraper/distributed/, docs/distributed.md): off without a Redis URL -------
-# A Redis URL (config redis_url, or $COLLECTOR_REDIS_URL from `python -m runner --redis-url`)
-# makes `scrapy crawl` switch the scheduler, dupefilter, dedup stores and GitHub budget to Redis
-# (scraper/distributed/wiring.py); nothing below is read in the one-machine mode.
+# A Redis URL (config redis_url; $COLLECTOR_REDIS_URL, which `python -m runner --redis-url` sets,
+# wins over the file's) makes `scrapy crawl` switch the scheduler, dupefilter, dedup stores and
+# GitHub budget to Redis (scraper/distributed/wiring.py); nothing below is read on one machine.
 REDIS_KEY_PREFIX = "hubcollect"  # every key starts with it: collectors can share one Redis
+DISTRIBUTED_ROUND_COOLDOWN = 60.0
+"""Seconds between the end of a cluster round and the next; ``scrapy crawl`` sets the config's
+round_interval."""
+DISTRIBUTED_HEARTBEAT_INTERVAL = 2.0
+"""Seconds between a worker's heartbeats (busy marker, process key, write-behind flush)."""
+DISTRIBUTED_CLAIM_TTL = 600
+"""Seconds a content hash stays claimed by a worker that has not confirmed it (a dead worker's
+claims free the content for the others after this long)."""

@@ -14,18 +14,20 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 
-from scraper.config import CollectorConfig, SpiderConfig, load_config
+from scraper.config import CollectorConfig, SpiderConfig
 from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
 from scraper.sharding import UNSHARDED, Shard
+from scraper.spiderargs import SPIDER_ARGUMENTS, SpiderArgumentError
 
 
-class SpiderArgumentError(ValueError):
-    """A ``-a NAME=VALUE`` the spider does not take, or a bad value for one it does."""
-
-
-SPIDER_ARGUMENTS = ("shard",)
-"""The ``-a`` arguments every collector spider takes; anything else is refused."""
+def collector_config(settings: BaseSettings) -> CollectorConfig:
+    """The config ``scrapy crawl`` resolved (setting ``COLLECTOR``)."""
+    config = settings.get("COLLECTOR")
+    if not isinstance(config, CollectorConfig):
+        raise SpiderArgumentError("the collector's spiders run through `scrapy crawl`, which "
+                                  "reads the config; COLLECTOR is not set")
+    return config
 
 
 class CollectorSpider(scrapy.Spider):
@@ -49,13 +51,13 @@ class CollectorSpider(scrapy.Spider):
         """Class defaults (``custom_settings``) first, then the config's ``settings:`` mapping,
         both at spider priority, so ``-s KEY=VALUE`` (cmdline priority) still wins."""
         super().update_settings(settings)
-        config = load_config(settings.get("COLLECTOR_CONFIG"))
-        settings.setdict(dict(config.spider(cls.name).settings), priority="spider")
+        settings.setdict(dict(collector_config(settings).spider(cls.name).settings),
+                         priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> CollectorSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = load_config(crawler.settings.get("COLLECTOR_CONFIG"))
+        spider.config = collector_config(crawler.settings)
         return spider
 
     @property

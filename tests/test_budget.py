@@ -7,6 +7,7 @@ saw (``/_stats``): every request's time, status and resource.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -16,7 +17,7 @@ import subprocess
 import textwrap
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from scraper.budget.limits import (
     pause_for,
     retry_after_seconds,
 )
-from scraper.budget.store import BucketKey, BucketSpec, BudgetStore
+from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming, PauseResult
 from scraper.layout import DataLayout
 from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
 from tests.support import REPO_ROOT, SCRAPY, Collector
@@ -50,15 +51,15 @@ class Clock:
         return self.now
 
 
+TIMING = BudgetTiming(reset_guard=0.5, min_interval=0.0, backoff_start=60.0, backoff_max=3600.0)
 SEARCH = BucketKey("anonymous", "search")
 WEB = BucketKey("github.com", "web")
 
 
-def make_store(path: Path, clock: Clock, pid: int = 1, **kwargs: Any) -> BudgetStore:
-    options: dict[str, Any] = {"reset_guard": 0.5, "min_interval": 0.0, "clock": clock,
-                               "pid": pid, "alive": lambda p: True}
-    options.update(kwargs)
-    store = BudgetStore(path / "budget.sqlite", **options)
+def make_store(path: Path, clock: Clock, pid: int = 1,
+               alive: Callable[[int], bool] = lambda p: True, **timing: Any) -> BudgetStore:
+    store = BudgetStore(path / "budget.sqlite", dataclasses.replace(TIMING, **timing),
+                        clock=clock, pid=pid, alive=alive)
     store.define(SEARCH, BucketSpec(10, 5.0))
     store.define(WEB, BucketSpec(None, 2.0))
     return store
@@ -200,12 +201,17 @@ def test_limited_pauses_everyone_logs_once_and_doubles_per_episode(tmp_path: Pat
         clock.now + 60)
 
 
+def pause(store: BudgetStore, key: BucketKey, seconds: float) -> PauseResult:
+    """A secondary rate-limit answer with ``retry-after: seconds``, as GitHub sends it."""
+    return store.limited(None, key, RateHeaders(), "secondary", seconds)
+
+
 def test_claim_during_a_pause_waits_it_out(tmp_path: Path) -> None:
     clock = Clock()
     store = make_store(tmp_path, clock)
     ticket = store.reserve(SEARCH)
-    assert store.pause(SEARCH, clock.now + 30, "test") is True
-    assert store.pause(SEARCH, clock.now + 20, "again") is False  # already paused: not new
+    assert pause(store, SEARCH, 30).new is True
+    assert pause(store, SEARCH, 20).new is False  # already paused: not new
     claim = store.claim(ticket)
     assert not claim.go and claim.slot_at >= clock.now + 30
 
@@ -276,12 +282,12 @@ def test_status_rows(tmp_path: Path) -> None:
     layout = DataLayout(tmp_path / "data")
     assert budget_rows(layout) == [] and render_budget([]) == ["github budget: not used yet"]
     layout.state_dir.mkdir(parents=True)
-    store = BudgetStore(layout.budget_db, clock=clock, alive=lambda p: True)
+    store = BudgetStore(layout.budget_db, TIMING, clock=clock, alive=lambda p: True)
     token_key = BucketKey(identity_for_token("ghp_secret"), "search")
     store.define(token_key, BucketSpec(30, 60.0))
     ticket, _ = send(store, clock, token_key)
     store.complete(ticket, token_key, rate(12, clock.now + 40, limit=30))
-    store.pause(token_key, clock.now + 90, "secondary rate limit: retry-after 90s")
+    pause(store, token_key, 90)
     rows = budget_rows(layout, now=clock.now)
     assert rows == [{
         "resource": "search", "identity": f"token …{token_key.identity[-4:]}", "limit": 30,
@@ -488,15 +494,16 @@ class RedirectSpider(scrapy.Spider):
 def test_token_never_reaches_another_host_even_after_redirects(
         collector: Collector, fake_github: FakeServer, tmp_path: Path) -> None:
     configure(collector, fake_github, ["few"], limit=100, window=60)
-    spider = tmp_path / "redirects.py"
-    spider.write_text(textwrap.dedent(LEAK_SPIDER))
+    # Through `scrapy crawl`, which resolves the config and the token into the settings.
+    (tmp_path / "leak_spider.py").write_text(textwrap.dedent(LEAK_SPIDER))
     env = collector.env(GITHUB_TOKEN="ghp_leakcheck", FAKE_API=fake_github.url("api"),
-                        FAKE_WEB=fake_github.url("web"))
+                        FAKE_WEB=fake_github.url("web"), PYTHONPATH=f"{tmp_path}:{REPO_ROOT}")
     result = subprocess.run(
-        [*SCRAPY, "runspider", str(spider), "-s", f"COLLECTOR_DATA_DIR={collector.data_dir}",
+        [*SCRAPY, "crawl", "redirects", "-s", "SPIDER_MODULES=leak_spider",
          "-s", "ITEM_PIPELINES={}"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-3000:]
+    log = (collector.data_dir / "logs" / "redirects-0of1.log").read_text()
     stats = fake_github.stats()
     web = [r for r in stats["requests"] if r["app"] == "web"]
     api = [r for r in stats["requests"] if r["app"] == "api"]
@@ -504,7 +511,7 @@ def test_token_never_reaches_another_host_even_after_redirects(
     assert stats["auth_seen_on_web"] == 0 and not any(r["auth"] for r in web)
     assert {r["path"] for r in api} >= {"/redirect-to", "/search/repositories"}
     assert all(r["auth"] for r in api)
-    assert "ghp_leakcheck" not in result.stderr + result.stdout
+    assert "ghp_leakcheck" not in result.stderr + result.stdout + log
 
 
 def rate_limit(fake: FakeServer) -> dict[str, Any]:
@@ -529,7 +536,7 @@ def test_unchanged_pages_cost_nothing_the_second_time(collector: Collector,
     assert statuses == [304, 304]
     assert rate_limit(fake_github)["used"] == used  # nothing spent
     assert len(collector.items("search")) == 14  # and nothing new yielded
-    assert collector.stats("search")["github_budget/not_modified"] == 2
+    assert collector.stats("search")["conditional/not_modified"] == 2
 
 
 def test_bad_credentials_stop_the_worker_with_one_error(collector: Collector,

@@ -370,7 +370,7 @@ def test_search_second_run_dropped_until_content_changes(collector: Collector,
 
     # Pages asked again unconditionally (no If-None-Match): the same repositories come back
     # and the content hash drops every one.
-    second = crawl_ok(collector, "search", "-s", "GITHUB_BUDGET_CONDITIONAL=False")
+    second = crawl_ok(collector, "search", "-s", "BUDGET_CONDITIONAL=False")
     assert second["contenthash/dropped"] == 257
     assert not second.get("item_scraped_count")
     assert collector.items_by_file("search") == files

@@ -442,12 +442,12 @@ class Clock:
 
 def budget_store(url: str, clock: Clock, pid: int, alive: Callable[[int], bool] = lambda p: True
                  ) -> Any:
-    from scraper.budget.store import BucketKey, BucketSpec
+    from scraper.budget.store import BucketKey, BucketSpec, BudgetTiming
     from scraper.distributed.budget import RedisBudgetStore
     from scraper.distributed.connection import RedisLink
     from scraper.distributed.keys import Keys
 
-    store = RedisBudgetStore(RedisLink(url), Keys(), reset_guard=0.5, min_interval=0.0,
+    store = RedisBudgetStore(RedisLink(url), Keys(), BudgetTiming(0.5, 0.0, 60.0, 3600.0),
                              clock=clock, pid=pid, alive=alive)
     store.define(BucketKey("anonymous", "search"), BucketSpec(10, 5.0))
     return store
@@ -498,14 +498,15 @@ def test_budget_store_frees_tickets_of_dead_machines(redis_url: str) -> None:
     assert row["waiting"] == 2  # a's five are gone; b's two remain
 
 
-def test_budget_store_keeps_etags_for_every_machine(redis_url: str) -> None:
-    clock = Clock()
-    a, b = budget_store(redis_url, clock, pid=1), budget_store(redis_url, clock, pid=2)
-    a.remember_etags("anonymous", {"http://api/search?q=x": ('"e1"', '<http://api/p2>; '
-                                                              'rel="next"')})
-    assert b.etag("anonymous", "http://api/search?q=x") == '"e1"'
-    assert b.etag_link("anonymous", "http://api/search?q=x") == '<http://api/p2>; rel="next"'
-    assert b.etag("anonymous", "http://api/other") is None
+def test_etag_store_keeps_etags_for_every_machine(redis_url: str) -> None:
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.etags import RedisEtagStore
+    from scraper.distributed.keys import Keys
+
+    a, b = (RedisEtagStore(RedisLink(redis_url), Keys()) for _ in range(2))
+    a.remember("anonymous", {"http://api/search?q=x": ('"e1"', '<http://api/p2>; rel="next"')})
+    assert b.get("anonymous", "http://api/search?q=x") == ('"e1"', '<http://api/p2>; rel="next"')
+    assert b.get("anonymous", "http://api/other") is None
 
 
 # --- end to end: two runners, one Redis -----------------------------------------------------------

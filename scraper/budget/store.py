@@ -36,11 +36,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from scrapy.settings import BaseSettings
+
 from scraper.budget.limits import PauseDecision, RateHeaders, pause_for
 from scraper.stores.sqlite import open_store
 
 KIND = "budget"
-VERSION = 2  # 2: etags.link
+VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS buckets (
     identity TEXT NOT NULL,          -- sha256 of the token, 'anonymous', or a web host
@@ -71,14 +73,6 @@ CREATE TABLE IF NOT EXISTS tickets (
     sent_at REAL                      -- NULL: booked, waiting; else sent, not yet answered
 );
 CREATE INDEX IF NOT EXISTS tickets_by_bucket ON tickets (identity, resource, slot_at);
-CREATE TABLE IF NOT EXISTS etags (
-    identity TEXT NOT NULL,
-    url TEXT NOT NULL,
-    etag TEXT NOT NULL,
-    seen_at REAL NOT NULL,
-    link TEXT,                        -- the page's Link header: a 304 goes on to the next page
-    PRIMARY KEY (identity, url)
-);
 """
 
 RESET_ROUNDING = 1.0
@@ -91,7 +85,6 @@ PROBE_LEASE = 15.0
 """One worker probes ``/rate_limit`` for everyone; if it has not reported by then, another may."""
 PROBE_POLL = 0.25
 CLEANUP_INTERVAL = 2.0
-ETAG_KEEP_S = 30 * 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,25 +168,40 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetTiming:
+    """The budget's timings, from the ``BUDGET_*`` settings (defaults in scraper/settings.py)."""
+
+    reset_guard: float
+    min_interval: float
+    backoff_start: float
+    backoff_max: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> BudgetTiming:
+        return cls(reset_guard=settings.getfloat("BUDGET_RESET_GUARD"),
+                   min_interval=settings.getfloat("BUDGET_MIN_INTERVAL"),
+                   backoff_start=settings.getfloat("BUDGET_BACKOFF_START"),
+                   backoff_max=settings.getfloat("BUDGET_BACKOFF_MAX"))
+
+
 class BudgetStore:
     """The machine-wide budget. One instance per process; every method is one transaction."""
 
-    def __init__(self, path: Path, *, reset_guard: float = 0.5, min_interval: float = 0.0,
-                 backoff_start: float = 60.0, backoff_max: float = 3600.0,
+    def __init__(self, path: Path, timing: BudgetTiming, *,
                  clock: Callable[[], float] = time.time, pid: int | None = None,
                  alive: Callable[[int], bool] = pid_alive) -> None:
         self.path = path
-        self.reset_guard = reset_guard
-        self.min_interval = min_interval
-        self.backoff_start = backoff_start
-        self.backoff_max = backoff_max
+        self.reset_guard = timing.reset_guard
+        self.min_interval = timing.min_interval
+        self.backoff_start = timing.backoff_start
+        self.backoff_max = timing.backoff_max
         self.clock = clock
         self.pid = os.getpid() if pid is None else pid
         self.alive = alive
         self._specs: dict[BucketKey, BucketSpec] = {}
         self._cleaned_at = -math.inf
         self._conn = open_store(path, KIND, VERSION, SCHEMA)
-        self._conn.execute("DELETE FROM etags WHERE seen_at < ?", (self.clock() - ETAG_KEEP_S,))
 
     def close(self) -> None:
         self._conn.close()
@@ -497,19 +505,6 @@ class BudgetStore:
             self._save(bucket)
             return PauseResult(bucket.pause_until, bucket.pause_reason or "", not known)
 
-    def pause(self, key: BucketKey, until: float, why: str) -> bool:
-        """Pause ``key`` for all workers until ``until``; True if no pause was in force."""
-        with self._tx():
-            now = self.clock()
-            bucket = self._load(key)
-            new = bucket.pause_until <= now
-            if until > bucket.pause_until:
-                bucket.pause_until, bucket.pause_reason = until, why
-            if new:
-                bucket.pause_set_at = now
-            self._save(bucket)
-            return new
-
     # --- the /rate_limit probe ----------------------------------------------------------------
 
     def probe_result(self, identity: str, resources: dict[str, RateHeaders] | None) -> None:
@@ -528,27 +523,6 @@ class BudgetStore:
                 bucket.probed_at = now
                 bucket.probe_until = 0.0
                 self._save(bucket)
-
-    # --- conditional requests -----------------------------------------------------------------
-
-    def etag(self, identity: str, url: str) -> str | None:
-        row = self._conn.execute("SELECT etag FROM etags WHERE identity = ? AND url = ?",
-                                 (identity, url)).fetchone()
-        return row[0] if row else None
-
-    def etag_link(self, identity: str, url: str) -> str | None:
-        """The ``Link`` header the page had when its ETag was remembered."""
-        row = self._conn.execute("SELECT link FROM etags WHERE identity = ? AND url = ?",
-                                 (identity, url)).fetchone()
-        return row[0] if row else None
-
-    def remember_etags(self, identity: str, pages: dict[str, tuple[str, str | None]]) -> None:
-        """``url → (etag, link)`` of pages whose items are all written, in one transaction."""
-        now = self.clock()
-        with self._tx():
-            self._conn.executemany("INSERT OR REPLACE INTO etags VALUES (?, ?, ?, ?, ?)",
-                                   [(identity, url, etag, now, link)
-                                    for url, (etag, link) in pages.items()])
 
     # --- reading ----------------------------------------------------------------------------------
 

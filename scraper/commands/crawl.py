@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -27,9 +27,9 @@ from scraper.diskspace import (
 )
 from scraper.layout import DataLayout
 from scraper.sharding import UNSHARDED, Shard, ShardError
+from scraper.spiderargs import SPIDER_ARGUMENTS
 from scraper.units import format_size
 from scraper.workerlock import WorkerLockedError, acquire_worker_lock
-from spiders.base import SPIDER_ARGUMENTS
 
 USAGE_ERROR = 2
 """Exit status for anything the user must fix (config, arguments)."""
@@ -40,6 +40,26 @@ ALREADY_RUNNING = 3
 def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
     print(f"scrapy crawl: {message}", file=sys.stderr)
     raise SystemExit(status)
+
+
+def collector_settings(config: CollectorConfig, layout: DataLayout) -> dict[str, Any]:
+    """The config as the Scrapy settings the components read (scraper/settings.py documents
+    each); the only place the config object becomes settings."""
+    github = config.github
+    return {
+        "COLLECTOR": config,
+        "COLLECTOR_DATA_DIR": str(layout.root),
+        # Absolute, so scrapy-deltafetch never needs scrapy.cfg to find its directory (workers
+        # run wherever the runner was started).
+        "DELTAFETCH_DIR": str(layout.deltafetch_dir),
+        "GITHUB_API_URL": github.api_url,
+        "GITHUB_WEB_URL": github.web_url,
+        "GITHUB_TOKEN": github.token,
+        "GITHUB_TOKEN_ENV": github.token_env,
+        "GITHUB_WEB_MIN_INTERVAL": github.web_min_interval,
+        "GITHUB_RATE_LIMITS": github.first_guess_limits(),
+        "DISTRIBUTED_ROUND_COOLDOWN": config.round_interval,
+    }
 
 
 class Command(ScrapyCrawlCommand):
@@ -79,27 +99,23 @@ class Command(ScrapyCrawlCommand):
         except OSError as exc:
             fail(f"data_dir {config.data_dir}: cannot create {log_file.parent}: {exc.strerror}")
         # Project priority: below the spider's own settings and below -s on the command line.
-        self.settings.set("COLLECTOR_DATA_DIR", str(config.data_dir), priority="project")
+        self.settings.setdict(collector_settings(config, self.layout), priority="project")
         self.settings.set("LOG_FILE", str(log_file), priority="project")
-        # Absolute, so scrapy-deltafetch never needs scrapy.cfg to find its directory (workers
-        # run wherever the runner was started); our subclass keeps one store per shard in it.
-        self.settings.set("DELTAFETCH_DIR", str(self.layout.deltafetch_dir),
-                          priority="project")
         self._distributed_mode(config)
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
         # refused process must not write its start-up banner into the running worker's log.
         self._claim_spider_shard()
 
     def _distributed_mode(self, config: CollectorConfig) -> None:
-        """With a Redis URL ($COLLECTOR_REDIS_URL, set by the runner's --redis-url, else the
-        config's redis_url) the scheduler, dupefilter, stores and budget move to Redis
-        (scraper/distributed/); without one, nothing changes."""
+        """With a Redis URL (config.redis_url: $COLLECTOR_REDIS_URL, else the file's) the
+        scheduler, dupefilter, stores and budget move to Redis (scraper/distributed/);
+        without one, nothing changes."""
+        if not config.redis_url:
+            return
         from scraper.distributed import wiring
 
         try:
-            url = wiring.redis_url(config)
-            if url:
-                wiring.configure(self.settings, url, config)
+            wiring.configure(self.settings, config.redis_url)
         except ValueError as exc:
             fail(str(exc))
 

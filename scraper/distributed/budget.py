@@ -15,7 +15,7 @@ So each read-modify-write is atomic across every worker of every machine, and th
 the store's by construction, not a second implementation. Tickets belong to a cluster-wide
 process id (:func:`~scraper.distributed.connection.process_id`); a ticket's process is alive
 while its ``{p}:proc:{id}`` key is (heartbeats), which replaces the local ``kill(pid, 0)``.
-ETags live in ``{p}:budget:etag:*`` keys with a 30-day TTL.
+ETags are not budget state: :mod:`scraper.distributed.etags` keeps them.
 
 Anonymous budgets are per IP address at GitHub; here they are one budget for the cluster —
 conservative (never over any machine's limit), so give the cluster a token.
@@ -39,18 +39,18 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
 from scraper.budget.limits import RateHeaders, limit_kind, retry_after_seconds
-from scraper.budget.store import SCHEMA, BudgetStore, read_buckets
-from scraper.distributed import keys as defaults
+from scraper.budget.store import SCHEMA, BudgetStore, BudgetTiming, read_buckets
+from scraper.distributed import defaults
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
-from scraper.downloadermiddlewares.ratelimit import (
+from scraper.distributed.keys import Keys
+from scraper.downloadermiddlewares.budget import (
     TICKET_META,
-    GitHubBudgetMiddleware,
+    BudgetMiddleware,
     body_text,
 )
 
-SKIPPED_TABLES = frozenset({"meta", "etags"})
-"""Not in the snapshot: ``meta`` is the local file's label, ETags have their own keys."""
+SKIPPED_TABLES = frozenset({"meta"})
+"""Not in the snapshot: ``meta`` is the local file's label."""
 
 SAVE = """
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
@@ -114,13 +114,13 @@ def read_redis_buckets(client: Any, keys: Keys) -> list[dict[str, Any]]:
 
 
 class RedisBudgetStore(BudgetStore):
-    def __init__(self, link: RedisLink, keys: Keys, **kwargs: Any) -> None:
+    def __init__(self, link: RedisLink, keys: Keys, timing: BudgetTiming, **kwargs: Any) -> None:
         self.link = link
         self.keys = keys
         kwargs.setdefault("pid", process_id())
         kwargs.setdefault("alive", self._alive)
         # The store's own set-up, on an in-memory database: the working copy of the tables.
-        super().__init__(Path(":memory:"), **kwargs)
+        super().__init__(Path(":memory:"), timing, **kwargs)
         self._save_script = link.client.register_script(SAVE)
         self._release_script = link.client.register_script(RELEASE)
 
@@ -154,27 +154,6 @@ class RedisBudgetStore(BudgetStore):
                 with contextlib.suppress(RedisUnavailable):  # else it lapses on its own
                     self._release_script(keys=[self.keys.budget_lock], args=[token])
 
-    # ETags (and the Link header each came with) are a key per page, not snapshot rows: there
-    # is one per search page, and every budget transaction loads the whole snapshot.
-
-    def _etag_entry(self, identity: str, url: str) -> list[str | None]:
-        raw = self.link.client.get(self.keys.etag(identity, url))
-        return json.loads(raw) if raw else [None, None]
-
-    def etag(self, identity: str, url: str) -> str | None:
-        return self._etag_entry(identity, url)[0]
-
-    def etag_link(self, identity: str, url: str) -> str | None:
-        return self._etag_entry(identity, url)[1]
-
-    def remember_etags(self, identity: str, pages: dict[str, tuple[str, str | None]]) -> None:
-        pipe = self.link.client.pipeline(transaction=True)
-        for url, (etag, link) in pages.items():
-            pipe.set(self.keys.etag(identity, url), json.dumps([etag, link]),
-                     ex=defaults.ETAG_TTL)
-        with contextlib.suppress(RedisUnavailable):  # at close: next round asks afresh
-            pipe.execute()
-
     def release_process(self) -> None:
         # At close. With Redis away, this process's tickets lapse with its process key.
         with contextlib.suppress(RedisUnavailable):
@@ -184,27 +163,26 @@ class RedisBudgetStore(BudgetStore):
         return read_redis_buckets(self.link.client, self.keys)
 
 
-class RedisGitHubBudgetMiddleware(GitHubBudgetMiddleware):
+class RedisBudgetMiddleware(BudgetMiddleware):
     """The budget middleware with the Redis store, pausing (not failing) while Redis is away."""
 
     link: RedisLink
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RedisGitHubBudgetMiddleware:
+    def from_crawler(cls, crawler: Crawler) -> RedisBudgetMiddleware:
         middleware = super().from_crawler(crawler)
         middleware.link = get_link(crawler.settings["REDIS_URL"])
         return middleware
 
     @classmethod
     def open_store(cls, settings: BaseSettings) -> RedisBudgetStore:
-        return RedisBudgetStore(get_link(settings["REDIS_URL"]),
-                                Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX),
-                                **cls.store_options(settings))
+        return RedisBudgetStore(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
+                                BudgetTiming.from_settings(settings))
 
     async def process_request(self, request: Request) -> Request | None:
         while True:
             if (not self.link.up and self.route(request) is not None
-                    and not await self.link.wait_until_up(self._closing)):
+                    and not await self.link.wait_until_up(self._stopped)):
                 return self._unsent(request)
             try:
                 return await super().process_request(request)

@@ -33,7 +33,7 @@ from redis.backoff import NoBackoff
 from redis.client import Pipeline
 from redis.retry import Retry
 
-from scraper.distributed import keys as defaults
+from scraper.distributed import defaults
 
 logger = logging.getLogger("scraper.distributed")
 

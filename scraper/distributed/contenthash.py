@@ -26,11 +26,11 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
 from pipelines.contenthash import ContentHashPipeline
-from scraper.distributed import keys as defaults
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.keys import Keys
 from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
+from scraper.engine import engine_closing
 from scraper.exceptions import DuplicateItem
 from scraper.items import content_hash
 
@@ -53,7 +53,7 @@ return 0
 
 class RedisContentHashStore:
     def __init__(self, link: RedisLink, keys: Keys, spider: str, writes: WriteBehind, *,
-                 owner: str, claim_ttl: int = defaults.CLAIM_TTL) -> None:
+                 owner: str, claim_ttl: int) -> None:
         self.link, self.keys, self.spider, self.writes = link, keys, spider, writes
         self.owner = owner
         self.claim_ttl = claim_ttl
@@ -94,9 +94,9 @@ class RedisContentHashPipeline(ContentHashPipeline):
         link = get_link(settings["REDIS_URL"])
         self.link = link
         self.store = RedisContentHashStore(
-            link, Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX), spider.name,
+            link, Keys.from_settings(settings), spider.name,
             write_behind(self.crawler), owner=str(process_id()),
-            claim_ttl=settings.getint("DISTRIBUTED_CLAIM_TTL", defaults.CLAIM_TTL))
+            claim_ttl=settings.getint("DISTRIBUTED_CLAIM_TTL"))
 
     def close_spider(self) -> None:
         for digest in list(self.in_flight):  # claimed, never written: free them at once
@@ -115,7 +115,7 @@ class RedisContentHashPipeline(ContentHashPipeline):
             except RedisUnavailable:
                 # Pause this item (and, as the scraper fills up, the crawl) until Redis is back;
                 # at a stop, leave the page for the next round instead of risking a duplicate.
-                if not await self.link.wait_until_up(self._closing):
+                if not await self.link.wait_until_up(lambda: engine_closing(self.crawler)):
                     self.stats.inc_value("contenthash/unchecked_at_close")
                     raise DropItem("Redis unreachable at close: not written; the page is "
                                    "fetched again next round", log_level="INFO") from None
@@ -145,6 +145,3 @@ class RedisContentHashPipeline(ContentHashPipeline):
             self.in_flight.discard(digest)
             self.store.release(digest)
 
-    def _closing(self) -> bool:
-        engine = self.crawler.engine
-        return engine is None or not engine.running

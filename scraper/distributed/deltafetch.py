@@ -27,11 +27,12 @@ from typing import Any
 from scrapy import Request, Spider
 from scrapy.http import Response
 
-from scraper.distributed import keys as defaults
+from scraper.distributed import defaults
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.keys import Keys
 from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
+from scraper.engine import engine_closing
 from scraper.spidermiddlewares.deltafetch import ShardedDeltaFetch
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class RedisDeltaFetch(ShardedDeltaFetch):
                            "shared by every machine")
         self.refresh_after: float | None = getattr(spider, "refresh_after", None)
         self.db = RedisDeltaFetchStore(
-            self.link, Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX), spider.name,
+            self.link, Keys.from_settings(settings), spider.name,
             write_behind(self.crawler), self.refresh_after)
 
     @classmethod
@@ -94,7 +95,7 @@ class RedisDeltaFetch(ShardedDeltaFetch):
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]
                                     ) -> AsyncIterator[Any]:
         if not self.link.up:  # hold this page's output until the store answers again
-            await self.link.wait_until_up(self._closing)
+            await self.link.wait_until_up(lambda: engine_closing(self.crawler))
         async for element in super().process_spider_output(response, result):
             yield element
 
@@ -113,6 +114,3 @@ class RedisDeltaFetch(ShardedDeltaFetch):
             children = [skipped]  # no links to replay: fetch the page itself
         yield from children
 
-    def _closing(self) -> bool:
-        engine = self.crawler.engine
-        return engine is None or not engine.running

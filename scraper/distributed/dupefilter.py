@@ -17,7 +17,7 @@ from scrapy.crawler import Crawler
 from scrapy_redis.dupefilter import RFPDupeFilter
 
 from scraper.distributed.connection import get_link
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.keys import Keys
 
 
 class RedisDupeFilter(RFPDupeFilter):
@@ -29,7 +29,7 @@ class RedisDupeFilter(RFPDupeFilter):
     @classmethod
     def from_crawler(cls, crawler: Crawler, spider_name: str | None = None) -> RedisDupeFilter:
         settings = crawler.settings
-        keys = Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX)
+        keys = Keys.from_settings(settings)
         name = spider_name or (crawler.spider.name if crawler.spider else None)
         if name is None:
             raise ValueError("RedisDupeFilter needs the spider's name for its key")

@@ -1,4 +1,4 @@
-"""Every Redis key the distributed mode uses, and every default it runs on, in one place.
+"""Every Redis key the distributed mode uses, in one place (its timings: :mod:`.defaults`).
 
 All keys start with a prefix (setting ``REDIS_KEY_PREFIX``, default ``hubcollect``), so one
 Redis can serve several collectors (or test runs) side by side::
@@ -34,55 +34,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-DEFAULT_PREFIX = "hubcollect"
+from scrapy.settings import BaseSettings
 
-REDIS_URL_ENV = "COLLECTOR_REDIS_URL"
-"""Set by ``python -m runner --redis-url`` for its workers; ``scrapy crawl`` honours it over
-the config's ``redis_url``, so a worker stays exactly ``scrapy crawl SPIDER -a shard=i/N``."""
-
-# --- connection ----------------------------------------------------------------------------------
-SOCKET_TIMEOUT = 2.0
-"""Seconds a command may take. Short: every call runs on the worker's reactor thread, and a
-stopped (SIGSTOP) Redis must cost a worker a couple of seconds per probe, not minutes."""
-CONNECT_TIMEOUT = 2.0
-BACKOFF_START = 0.5
-"""First pause after Redis is found unreachable; doubles per failed probe ..."""
-BACKOFF_MAX = 10.0
-"""... up to this: a Redis that is back is noticed within this many seconds."""
-
-# --- rounds, heartbeats --------------------------------------------------------------------------
-HEARTBEAT_INTERVAL = 2.0
-"""Seconds between a worker's heartbeats (busy marker, process key, write-behind flush)."""
-BUSY_TTL = 15.0
-"""A worker's "work in flight" marker lapses after this long without a heartbeat: a killed
-worker holds the others' round open at most this long."""
-PROC_TTL = 30.0
-"""A worker's process key lapses after this long without a heartbeat (it is then dead to the
-budget, which frees its tickets, and gone from ``status``)."""
-IDLE_POLL = 0.25
-"""Seconds between looks at the shared queue while this worker is idle and others are busy."""
-SEED_LOCK_TTL = 10.0
-"""Seeding takes milliseconds; a seeder killed holding the lock delays the others this long."""
-SITE_SET_TTL = 2 * 86400
-"""docs' per-site sets belong to one round; they expire on their own."""
-
-# --- dedup stores --------------------------------------------------------------------------------
-CLAIM_TTL = 600
-"""Seconds a content hash stays claimed by a worker that has not confirmed it (a dead worker's
-claims free the content for the others after this long)."""
-LINKS_TTL_MARGIN = 86400
-"""A page's stored links outlive its "collected" record by this much: a skipped page always has
-its links to replay."""
-
-# --- budget --------------------------------------------------------------------------------------
-BUDGET_LOCK_TTL = 5.0
-"""A budget transaction is milliseconds; a holder that stalls longer loses the lock (and its
-write is refused), so one stuck process never stops the cluster's GitHub requests."""
-ETAG_TTL = 30 * 86400
-
-# --- runners -------------------------------------------------------------------------------------
-RUNNER_BEAT_INTERVAL = 5.0
-RUNNER_TTL = 30.0
+from scraper.settings import REDIS_KEY_PREFIX
 
 
 def _digest(text: str) -> str:
@@ -91,9 +45,13 @@ def _digest(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Keys:
-    """Key names under one prefix."""
+    """Key names under one prefix (setting ``REDIS_KEY_PREFIX``)."""
 
-    prefix: str = DEFAULT_PREFIX
+    prefix: str = REDIS_KEY_PREFIX
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Keys:
+        return cls(settings["REDIS_KEY_PREFIX"])
 
     def _spider(self, spider: str, part: str) -> str:
         return f"{self.prefix}:{spider}:{part}"

@@ -14,8 +14,9 @@ import socket
 import time
 from typing import Any
 
-from scraper.distributed import keys as defaults
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed import defaults
+from scraper.distributed.keys import Keys
+from scraper.settings import REDIS_KEY_PREFIX
 
 logger = logging.getLogger("runner")
 
@@ -48,7 +49,7 @@ def _errors() -> tuple[type[BaseException], ...]:
 
 
 class RunnerBeacon:
-    def __init__(self, url: str, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, url: str, prefix: str = REDIS_KEY_PREFIX) -> None:
         self.url = url
         self.keys = Keys(prefix)
         self.host = socket.gethostname()
@@ -110,7 +111,7 @@ def _decode(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def cluster_status(url: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Any]:
+def cluster_status(url: str, prefix: str = REDIS_KEY_PREFIX) -> dict[str, Any]:
     """Runners seen, workers per machine, each spider's queue and round, the budget."""
     keys = Keys(prefix)
     out: dict[str, Any] = {"url": mask(url), "reachable": False}

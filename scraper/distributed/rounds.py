@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from scraper.distributed import keys as defaults
+from scraper.distributed import defaults
 from scraper.distributed.connection import RedisLink, process_id
 from scraper.distributed.keys import Keys
 

@@ -33,7 +33,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
 from scraper.distributed.connection import RedisUnavailable, get_link
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.keys import Keys
 from scraper.distributed.rounds import get_round
 
 logger = logging.getLogger("scraper.distributed")
@@ -58,7 +58,7 @@ class RoundQueue(PriorityQueue):
 
 
 def _prefix(spider: Spider) -> str:
-    return spider.crawler.settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX
+    return spider.crawler.settings["REDIS_KEY_PREFIX"]
 
 
 class RedisScheduler(Scheduler):

@@ -35,10 +35,11 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.asyncio import sleep
 from scrapy_redis.spiders import RedisMixin
 
-from scraper.distributed import keys as defaults
+from scraper.distributed import defaults
 from scraper.distributed.connection import RedisUnavailable, get_link
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.keys import Keys
 from scraper.distributed.rounds import SpiderRound, get_round
+from scraper.engine import engine_closing
 from scraper.parsers.docs import site_prefix
 from scraper.sharding import UNSHARDED
 
@@ -81,9 +82,9 @@ class DistributedSpider(RedisMixin):
         spider.setup_redis(crawler)  # upstream: start URLs key, batch size, spider_idle hook
         settings = crawler.settings
         spider.link = get_link(settings["REDIS_URL"])
-        spider.keys = Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX)
+        spider.keys = Keys.from_settings(settings)
         spider.round = get_round(spider.link, spider.keys, spider.name)
-        spider.cooldown = settings.getfloat("DISTRIBUTED_ROUND_COOLDOWN", 60.0)
+        spider.cooldown = settings.getfloat("DISTRIBUTED_ROUND_COOLDOWN")
         spider._wake_call = None
         return spider
 
@@ -124,14 +125,14 @@ class DistributedSpider(RedisMixin):
                 await self._join_or_seed()
                 break
             except RedisUnavailable:
-                if not await self.link.wait_until_up(self._closing):
+                if not await self.link.wait_until_up(lambda: engine_closing(self.crawler)):
                     return
         self.crawler.stats.set_value("distributed/round", self.round.round_id)
         while True:
             try:
                 batch = list(self.next_requests())
             except RedisUnavailable:
-                if not await self.link.wait_until_up(self._closing):
+                if not await self.link.wait_until_up(lambda: engine_closing(self.crawler)):
                     return
                 continue
             if not batch:
@@ -224,10 +225,6 @@ class DistributedSpider(RedisMixin):
         if nextcall is not None:
             nextcall.schedule()
 
-    def _closing(self) -> bool:
-        engine = self.crawler.engine
-        slot = getattr(engine, "_slot", None)
-        return engine is None or not engine.running or getattr(slot, "closing", None) is not None
 
 
 class RedisUrlSet:

@@ -1,6 +1,6 @@
 """Switching a crawl to the distributed mode: which Redis, and which components.
 
-``scrapy crawl`` calls :func:`redis_url` and, when it names a Redis, :func:`configure`; without
+``scrapy crawl`` calls :func:`configure` when the config names a Redis (``redis_url``); without
 one nothing here runs and the one-machine mode is untouched. Only strings are set (dotted
 paths): scrapy-redis and redis-py are imported when Scrapy builds the components, in Redis mode.
 """
@@ -8,48 +8,34 @@ paths): scrapy-redis and redis-py are imported when Scrapy builds the components
 from __future__ import annotations
 
 import importlib.util
-import os
-import re
 
 from scrapy.settings import BaseSettings
 
-from scraper.config import CollectorConfig
-from scraper.distributed.keys import DEFAULT_PREFIX, REDIS_URL_ENV, Keys
+from scraper.distributed.keys import Keys
 
-REDIS_URL_RE = re.compile(r"^(redis|rediss|unix)://\S+$")
-REDIS_URL_HELP = "a Redis URL such as redis://127.0.0.1:6379/0"
-
-# one-machine component → its Redis subclass, in the same place of the same chain
-SWAPS = {
-    "ITEM_PIPELINES": ("pipelines.contenthash.ContentHashPipeline",
-                       "scraper.distributed.contenthash.RedisContentHashPipeline"),
-    "SPIDER_MIDDLEWARES": ("scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch",
-                           "scraper.distributed.deltafetch.RedisDeltaFetch"),
-    "DOWNLOADER_MIDDLEWARES": ("scraper.downloadermiddlewares.ratelimit.GitHubBudgetMiddleware",
-                               "scraper.distributed.budget.RedisGitHubBudgetMiddleware"),
-}
+# (setting, one-machine component, its Redis subclass in the same place of the same chain)
+SWAPS = (
+    ("ITEM_PIPELINES", "pipelines.contenthash.ContentHashPipeline",
+     "scraper.distributed.contenthash.RedisContentHashPipeline"),
+    ("SPIDER_MIDDLEWARES", "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch",
+     "scraper.distributed.deltafetch.RedisDeltaFetch"),
+    ("DOWNLOADER_MIDDLEWARES", "scraper.downloadermiddlewares.budget.BudgetMiddleware",
+     "scraper.distributed.budget.RedisBudgetMiddleware"),
+    ("DOWNLOADER_MIDDLEWARES",
+     "scraper.downloadermiddlewares.conditional.ConditionalRequestMiddleware",
+     "scraper.distributed.etags.RedisConditionalRequestMiddleware"),
+)
 WORKER_EXTENSION = "scraper.distributed.worker.DistributedWorker"
 SCRAPY_ROBOTSTXT = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ROBOTSTXT = "scraper.downloadermiddlewares.robotstxt.SharedRobotsTxtMiddleware"
 
 
-def redis_url(config: CollectorConfig) -> str | None:
-    """``$COLLECTOR_REDIS_URL`` (what the runner's ``--redis-url`` sets), else the config's
-    ``redis_url``, else None (one machine). Raises ValueError, one line, on a bad value."""
-    from_env = os.environ.get(REDIS_URL_ENV)
-    if from_env:
-        if not REDIS_URL_RE.fullmatch(from_env):
-            raise ValueError(f"${REDIS_URL_ENV}: {from_env!r} is not {REDIS_URL_HELP}")
-        return from_env
-    return config.redis_url
-
-
-def configure(settings: BaseSettings, url: str, config: CollectorConfig) -> None:
+def configure(settings: BaseSettings, url: str) -> None:
     """Switch ``settings`` to Redis: scheduler, dupefilter, the stores and the budget."""
     if importlib.util.find_spec("scrapy_redis") is None:
         raise ValueError("the distributed mode (a Redis URL is set) needs scrapy-redis: "
                          "pip install -e '.[redis]'")
-    keys = Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX)
+    keys = Keys.from_settings(settings)
     values = {
         "COLLECTOR_DISTRIBUTED": True,
         "REDIS_URL": url,
@@ -63,11 +49,10 @@ def configure(settings: BaseSettings, url: str, config: CollectorConfig) -> None
         "SCHEDULER_DUPEFILTER_KEY": keys.dupefilter_format,
         "DUPEFILTER_CLASS": "scraper.distributed.dupefilter.RedisDupeFilter",
         "REDIS_START_URLS_KEY": keys.start_urls_format,
-        "DISTRIBUTED_ROUND_COOLDOWN": config.round_interval,
     }
     for name, value in values.items():
         settings.set(name, value, priority="project")
-    for name, (old, new) in SWAPS.items():
+    for name, old, new in SWAPS:
         components = settings.getdict(name)
         if old in components:
             components[new] = components.pop(old)

@@ -23,9 +23,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from scraper.distributed import keys as defaults
+from scraper.distributed import defaults
 from scraper.distributed.connection import RedisUnavailable, get_link, process_id
-from scraper.distributed.keys import DEFAULT_PREFIX, Keys
+from scraper.distributed.keys import Keys
 from scraper.distributed.rounds import get_round
 from scraper.distributed.writebehind import WriteBehind
 from scraper.layout import DataLayout, worker_slug
@@ -41,7 +41,7 @@ def write_behind(crawler: Crawler) -> WriteBehind:
     if writes is None:
         spider = crawler.spider
         assert spider is not None
-        layout = DataLayout(crawler.settings["COLLECTOR_DATA_DIR"])
+        layout = DataLayout.from_settings(crawler.settings)
         spill = (layout.state_dir / "distributed"
                  / f"{worker_slug(spider.name, spider.shard)}.pending.jsonl")
         writes = WriteBehind(get_link(crawler.settings["REDIS_URL"]), spill)
@@ -56,9 +56,8 @@ class DistributedWorker:
             raise NotConfigured("no REDIS_URL: one-machine mode")
         self.crawler = crawler
         self.link = get_link(settings["REDIS_URL"])
-        self.keys = Keys(settings.get("REDIS_KEY_PREFIX") or DEFAULT_PREFIX)
-        self.interval = settings.getfloat("DISTRIBUTED_HEARTBEAT_INTERVAL",
-                                          defaults.HEARTBEAT_INTERVAL)
+        self.keys = Keys.from_settings(settings)
+        self.interval = settings.getfloat("DISTRIBUTED_HEARTBEAT_INTERVAL")
         self.proc_id = process_id()
         self.started_at = time.time()
         self.loop = task.LoopingCall(self.beat)

@@ -1,9 +1,10 @@
 """The GitHub token goes to the API's origin and nowhere else.
 
-The token is read from the environment variable the config names (``github.token_env``) and is
-added as ``Authorization: Bearer …`` only to requests whose scheme, host and port are the API's;
-any other request — including one redirected away from the API — has the header removed. Every
-request passes here, redirects included (Scrapy reschedules them through the whole chain).
+The token (setting ``GITHUB_TOKEN``, which ``scrapy crawl`` reads from the variable the config
+names in ``github.token_env``) is added as ``Authorization: Bearer …`` only to requests whose
+scheme, host and port are the API's; any other request — including one redirected away from the
+API — has the header removed. Every request passes here, redirects included (Scrapy reschedules
+them through the whole chain).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from urllib.parse import urlsplit
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
-from scraper.config import load_config
+from scraper.config import Secret
 
 
 def origin(url: str) -> tuple[str, str, int | None]:
@@ -29,8 +31,11 @@ class GitHubAuthMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GitHubAuthMiddleware:
-        github = load_config(crawler.settings.get("COLLECTOR_CONFIG")).github
-        return cls(github.api_url, github.token())
+        settings = crawler.settings
+        if not settings.get("GITHUB_API_URL"):
+            raise NotConfigured("no GITHUB_API_URL")
+        token: Secret | None = settings.get("GITHUB_TOKEN")
+        return cls(settings["GITHUB_API_URL"], token.reveal() if token else None)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if origin(request.url) == self.api_origin and self._authorization:

@@ -49,7 +49,7 @@ class LastErrorHandler(logging.Handler):
 class WorkerState:
     def __init__(self, crawler: Crawler, interval: float) -> None:
         self.crawler = crawler
-        self.layout = DataLayout(crawler.settings["COLLECTOR_DATA_DIR"])
+        self.layout = DataLayout.from_settings(crawler.settings)
         self.interval = interval
         self.loop = task.LoopingCall(self.write)
         self.errors = LastErrorHandler()

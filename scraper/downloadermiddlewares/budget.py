@@ -5,7 +5,7 @@ for it without blocking the reactor, claim it, send; after the answer, sync the 
 ``x-ratelimit-*`` headers. A rate-limit answer (403/429) pauses that budget for every worker, in
 GitHub's order, and the request is sent again after the pause: returned to the scheduler here,
 before RetryMiddleware sees it, so it is neither dropped nor counted as a failed try. Search
-pages are asked conditionally (``If-None-Match`` with the ETag last seen); a 304 costs nothing.
+answers of 304 (see :mod:`.conditional`) cost nothing.
 A 401 "Bad credentials" stops the worker with one error instead of retrying.
 
 For a request to the web origin (``github.web_url``, the trending pages): one pace shared by
@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
@@ -41,9 +41,10 @@ from scraper.budget.limits import (
     limit_kind,
     retry_after_seconds,
 )
-from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, Ticket
-from scraper.config import GitHubConfig, load_config
+from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming, Ticket
+from scraper.config import RateLimit
 from scraper.downloadermiddlewares.githubauth import origin
+from scraper.engine import engine_closing
 from scraper.layout import DataLayout
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,6 @@ TICKET_META = "github_budget_ticket"
 PROBE_META = "github_budget_probe"
 SLOT_META = "github_budget_slot"
 LIMITED_META = "github_budget_limited"
-CONDITIONAL_META = "github_budget_conditional"  # False on a request: never send If-None-Match
 API_SLOT = "github-api"
 WEB_SLOT = "github-web"
 PROBE_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
@@ -60,6 +60,8 @@ SLEEP_CHUNK = 1.0
 """Long waits are cut into chunks so a closing spider is never held up by a pause."""
 TEXT_PEEK = 64 * 1024
 """Bytes of a 403/429 body read to tell a rate limit from a permission error."""
+DECODE_MAX = 1024 * 1024
+"""A compressed 403/429 body that inflates past this is not a GitHub error page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,32 +71,19 @@ class Route:
 
 
 def body_text(response: Response, limit: int = TEXT_PEEK) -> str:
-    """The start of the body as text, decoded here because this middleware runs before
-    HttpCompressionMiddleware: GitHub compresses its error pages too."""
-    body = response.body[: limit * 8]
+    """The start of the body as text. This middleware sees answers before
+    HttpCompressionMiddleware does, and GitHub compresses its error pages too: decoded here with
+    that middleware's own decoder, bounded."""
+    body = response.body
     raw = response.headers.get(b"Content-Encoding") or b""
-    for encoding in reversed([e.strip().lower() for e in raw.decode("latin-1").split(",")]):
+    for encoding in reversed([e.strip().lower() for e in raw.split(b",")]):
+        if encoding in (b"", b"identity"):
+            continue
         try:
-            if encoding in ("gzip", "x-gzip"):
-                body = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body, limit)
-            elif encoding == "deflate":
-                body = _inflate(body, limit)
-            elif encoding == "br":
-                import brotli  # an optional dependency of Scrapy's own decompression
-
-                body = brotli.decompress(body)[:limit]
-            elif encoding not in ("", "identity"):
-                return ""
-        except Exception:  # a truncated or odd body: judge by status and headers alone
+            body = HttpCompressionMiddleware._decode(body, encoding, DECODE_MAX)
+        except Exception:  # unknown, truncated or too large: judge by status and headers alone
             return ""
     return body[:limit].decode("utf-8", "replace")
-
-
-def _inflate(body: bytes, limit: int) -> bytes:
-    try:
-        return zlib.decompressobj().decompress(body, limit)
-    except zlib.error:  # raw deflate, as some servers send it
-        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
 
 
 def rate_limit_resources(body: bytes) -> dict[str, RateHeaders]:
@@ -109,56 +98,65 @@ def rate_limit_resources(body: bytes) -> dict[str, RateHeaders]:
     return out
 
 
-class GitHubBudgetMiddleware:
-    def __init__(self, crawler: Crawler, github: GitHubConfig,
-                 open_store: Callable[[], BudgetStore], *, conditional: bool = True,
-                 probe: bool = True, clock: Callable[[], float] = time.time) -> None:
+@dataclass(frozen=True, slots=True)
+class GitHubEndpoints:
+    """What the budget needs to know of GitHub, from the ``GITHUB_*`` settings."""
+
+    api_url: str
+    web_url: str
+    token_env: str
+    identity: str
+    web_min_interval: float
+    limits: Mapping[str, RateLimit]
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> GitHubEndpoints:
+        token = settings.get("GITHUB_TOKEN")
+        return cls(api_url=settings["GITHUB_API_URL"], web_url=settings["GITHUB_WEB_URL"],
+                   token_env=settings["GITHUB_TOKEN_ENV"],
+                   identity=identity_for_token(token.reveal() if token else None),
+                   web_min_interval=settings.getfloat("GITHUB_WEB_MIN_INTERVAL"),
+                   limits=settings["GITHUB_RATE_LIMITS"])
+
+
+class BudgetMiddleware:
+    def __init__(self, crawler: Crawler, github: GitHubEndpoints,
+                 open_store: Callable[[], BudgetStore], *, probe: bool = True,
+                 clock: Callable[[], float] = time.time) -> None:
         self.crawler = crawler
         self._open_store = open_store
         self._store: BudgetStore | None = None
         self.clock = clock
-        self.conditional = conditional
         self.probe_enabled = probe
         self.token_env = github.token_env
         self.api_origin = origin(github.api_url)
         self.api_prefix = urlsplit(github.api_url).path.rstrip("/")
         self.rate_limit_url = f"{github.api_url.rstrip('/')}/rate_limit"
         self.web_origin = origin(github.web_url)
-        self.identity = identity_for_token(github.token())
+        self.identity = github.identity
         self.web_key = BucketKey(self._host_label(self.web_origin), "web")
         self._specs = {BucketKey(self.identity, resource): BucketSpec(guess.limit, guess.window,
                                                                       probe=probe)
-                       for resource, guess in github.first_guess_limits().items()}
+                       for resource, guess in github.limits.items()}
         self._specs[self.web_key] = BucketSpec(None, github.web_min_interval)
         self._credentials_rejected = False
-        self._etags_seen: dict[str, tuple[str, str | None]] = {}  # url → (etag, link)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> GitHubBudgetMiddleware:
+    def from_crawler(cls, crawler: Crawler) -> BudgetMiddleware:
         settings = crawler.settings
-        if not settings.getbool("GITHUB_BUDGET_ENABLED", True):
-            raise NotConfigured("GITHUB_BUDGET_ENABLED is off")
-        github = load_config(settings.get("COLLECTOR_CONFIG")).github
-        middleware = cls(crawler, github, lambda: cls.open_store(settings),
-                         conditional=settings.getbool("GITHUB_BUDGET_CONDITIONAL", True),
-                         probe=settings.getbool("GITHUB_BUDGET_PROBE", True))
+        if not settings.getbool("BUDGET_ENABLED") or not settings.get("GITHUB_API_URL"):
+            raise NotConfigured("BUDGET_ENABLED is off, or no GITHUB_API_URL")
+        middleware = cls(crawler, GitHubEndpoints.from_settings(settings),
+                         lambda: cls.open_store(settings),
+                         probe=settings.getbool("BUDGET_PROBE"))
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
 
     @classmethod
-    def store_options(cls, settings: BaseSettings) -> dict[str, float]:
-        return {
-            "reset_guard": settings.getfloat("GITHUB_BUDGET_RESET_GUARD", 0.5),
-            "min_interval": settings.getfloat("GITHUB_BUDGET_MIN_INTERVAL", 0.05),
-            "backoff_start": settings.getfloat("GITHUB_BUDGET_BACKOFF_START", 60.0),
-            "backoff_max": settings.getfloat("GITHUB_BUDGET_BACKOFF_MAX", 3600.0),
-        }
-
-    @classmethod
     def open_store(cls, settings: BaseSettings) -> BudgetStore:
         """The machine's budget file; the distributed mode overrides this with Redis."""
-        return BudgetStore(DataLayout(settings.get("COLLECTOR_DATA_DIR", "data")).budget_db,
-                           **cls.store_options(settings))
+        return BudgetStore(DataLayout.from_settings(settings).budget_db,
+                           BudgetTiming.from_settings(settings))
 
     @property
     def store(self) -> BudgetStore:
@@ -175,10 +173,6 @@ class GitHubBudgetMiddleware:
     def spider_closed(self, reason: str) -> None:
         if self._store is None:
             return
-        # A page's ETag means "its items are collected": only a round that finished made sure
-        # of that for every page it saw. After a cut-short round every page is asked afresh.
-        if reason == "finished" and self._etags_seen:
-            self.store.remember_etags(self.identity, self._etags_seen)
         self.store.release_process()
         self.store.close()
 
@@ -189,7 +183,7 @@ class GitHubBudgetMiddleware:
         return host if port in (None, default) else f"{host}:{port}"
 
     def __repr__(self) -> str:  # the identity is a hash; the label shows only its last digits
-        return f"<GitHubBudgetMiddleware {identity_label(self.identity)}>"
+        return f"<BudgetMiddleware {identity_label(self.identity)}>"
 
     # --- which budget a request draws on ----------------------------------------------------
 
@@ -231,10 +225,8 @@ class GitHubBudgetMiddleware:
         self._use_slot(request, route)
         if route is None or request.meta.get(PROBE_META):
             return None
-        if self._closing():
+        if self._stopped():
             return self._unsent(request)
-        if route.api:
-            self._add_etag(request)
         stats = self.crawler.stats
         assert stats is not None
         started = self.clock()
@@ -257,7 +249,7 @@ class GitHubBudgetMiddleware:
     async def _sleep_until(self, ticket: Ticket) -> bool:
         """Sleep until the ticket's slot; False (slot given back) if the spider is closing."""
         while True:
-            if self._closing():
+            if self._stopped():
                 self.store.cancel(ticket)
                 return False
             left = ticket.slot_at - self.clock()
@@ -273,23 +265,8 @@ class GitHubBudgetMiddleware:
         stats.inc_value("github_budget/unsent_at_close")
         return request.replace(dont_filter=True)
 
-    def _closing(self) -> bool:
-        engine = self.crawler.engine
-        if engine is None or self._credentials_rejected:
-            return True
-        # No public flag says "closing" for a close that did not go through engine.stop (a
-        # CloseSpider, a close_spider_async call): read the engine slot's, defensively.
-        slot = getattr(engine, "_slot", None)
-        return not engine.running or getattr(slot, "closing", None) is not None
-
-    def _add_etag(self, request: Request) -> None:
-        if (not self.conditional or request.method != "GET"
-                or request.meta.get(CONDITIONAL_META) is False
-                or b"If-None-Match" in request.headers):
-            return
-        etag = self.store.etag(self.identity, request.url)
-        if etag:
-            request.headers[b"If-None-Match"] = etag.encode("latin-1")
+    def _stopped(self) -> bool:
+        return self._credentials_rejected or engine_closing(self.crawler)
 
     async def _probe(self, identity: str) -> None:
         """Ask ``GET /rate_limit`` (free on GitHub) for the truth before the first request."""
@@ -323,8 +300,6 @@ class GitHubBudgetMiddleware:
         ticket: Ticket | None = request.meta.pop(TICKET_META, None)
         route = self.route(request)
         if route is None:
-            if ticket is not None:  # cannot happen: a ticket is only taken for a routed URL
-                self.store.complete(ticket, ticket.key, RateHeaders(), success=False)
             return response
         rate = RateHeaders.parse(self._header(response)) if route.api else RateHeaders()
         if route.api and response.status == 401:
@@ -343,24 +318,9 @@ class GitHubBudgetMiddleware:
         key = self._answer_key(route, rate)
         if kind is not None:
             return self._limited(request, response, ticket, key, rate, kind, retry_after)
-        not_modified = response.status == 304
-        self.store.complete(ticket, key, rate, counted=not not_modified,
+        # A 304 (a conditional request's "unchanged") costs nothing on GitHub.
+        self.store.complete(ticket, key, rate, counted=response.status != 304,
                             success=200 <= response.status < 400)
-        stats = self.crawler.stats
-        assert stats is not None
-        if not_modified:
-            stats.inc_value("github_budget/not_modified")
-            # GitHub's 304 has no body and may lack Link: hand the spider the one remembered
-            # with the ETag, so paging goes on to pages that may have changed.
-            link = self.store.etag_link(self.identity, request.url)
-            if link and b"Link" not in response.headers:
-                response.headers[b"Link"] = link.encode("latin-1")
-        elif route.api and response.status == 200 and self.conditional:
-            etag = response.headers.get(b"ETag")
-            if etag and request.method == "GET":
-                link = response.headers.get(b"Link")
-                self._etags_seen[request.url] = (etag.decode("latin-1"),
-                                                 link.decode("latin-1") if link else None)
         return response
 
     @staticmethod

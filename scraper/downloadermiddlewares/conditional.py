@@ -1,0 +1,94 @@
+"""Conditional requests to GitHub's API: ``If-None-Match`` with the page's last ETag.
+
+GitHub answers an unchanged page with 304, which costs no rate limit (the budget middleware
+counts it as free). A 304 has no body and may lack ``Link``, so the ``Link`` remembered with the
+ETag is put back on it and paging goes on to pages that may have changed.
+
+A page's ETag means "its items are collected": only a round that finished made sure of that for
+every page it saw, so ETags are remembered at a ``finished`` close only; after a cut-short round
+every page is asked afresh and nothing is stranded.
+"""
+
+from __future__ import annotations
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.settings import BaseSettings
+
+from scraper.budget.limits import identity_for_token
+from scraper.downloadermiddlewares.githubauth import origin
+from scraper.layout import DataLayout
+from scraper.stores.etags import EtagStore, PageTag
+
+CONDITIONAL_META = "conditional"
+"""``False`` in a request's meta: never send ``If-None-Match`` for it."""
+
+
+class ConditionalRequestMiddleware:
+    def __init__(self, crawler: Crawler, api_url: str, identity: str) -> None:
+        self.crawler = crawler
+        self.api_origin = origin(api_url)
+        self.identity = identity
+        self._store: EtagStore | None = None
+        self._seen: dict[str, PageTag] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ConditionalRequestMiddleware:
+        settings = crawler.settings
+        if not settings.getbool("BUDGET_CONDITIONAL") or not settings.get("GITHUB_API_URL"):
+            raise NotConfigured("BUDGET_CONDITIONAL is off, or no GITHUB_API_URL")
+        token = settings.get("GITHUB_TOKEN")
+        middleware = cls(crawler, settings["GITHUB_API_URL"],
+                         identity_for_token(token.reveal() if token else None))
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    @classmethod
+    def open_store(cls, settings: BaseSettings) -> EtagStore:
+        """The machine's ETag file; the distributed mode overrides this with Redis."""
+        return EtagStore(DataLayout.from_settings(settings).etags_db)
+
+    @property
+    def store(self) -> EtagStore:
+        # Opened on the first API request: a docs worker keeps no idle connection.
+        if self._store is None:
+            self._store = self.open_store(self.crawler.settings)
+        return self._store
+
+    def _applies(self, request: Request) -> bool:
+        return (request.method == "GET" and origin(request.url) == self.api_origin
+                and request.meta.get(CONDITIONAL_META) is not False)
+
+    def process_request(self, request: Request) -> None:
+        if not self._applies(request) or b"If-None-Match" in request.headers:
+            return
+        tag = self.store.get(self.identity, request.url)
+        if tag:
+            request.headers[b"If-None-Match"] = tag[0].encode("latin-1")
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if not self._applies(request):
+            return response
+        stats = self.crawler.stats
+        assert stats is not None
+        if response.status == 304:
+            stats.inc_value("conditional/not_modified")
+            tag = self.store.get(self.identity, request.url)
+            if tag and tag[1] and b"Link" not in response.headers:
+                response.headers[b"Link"] = tag[1].encode("latin-1")
+        elif response.status == 200:
+            etag = response.headers.get(b"ETag")
+            if etag:
+                link = response.headers.get(b"Link")
+                self._seen[request.url] = (etag.decode("latin-1"),
+                                           link.decode("latin-1") if link else None)
+        return response
+
+    def spider_closed(self, reason: str) -> None:
+        if self._store is None:
+            return
+        if reason == "finished" and self._seen:
+            self.store.remember(self.identity, self._seen)
+        self.store.close()
