@@ -100,8 +100,8 @@ LOG_VERSIONS: list[str] = []
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""
 WARN_ON_GENERATOR_RETURN_VALUE = False
 """Scrapy's check reads and parses each callback's source (inspect, ast) on the first response
-of every worker, every round; the project's callbacks return no values (measured: a worker's
-USS 23.9 MB after 24.3, ``python -m benchmarks.memory --phases runner --workers 6``)."""
+of every worker, every round, into memory each worker keeps; the project's callbacks return no
+values (benchmarks/README.md has the figure)."""
 DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"  # duplicates are the normal case on every later round
 
 # --- politeness and robustness -------------------------------------------------------------------

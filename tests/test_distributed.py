@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import shutil
 import signal
 import socket
@@ -195,12 +194,11 @@ def crawler_for(url: str, **settings: Any) -> Any:
     from scrapy.settings import Settings
     from scrapy.utils.misc import build_from_crawler, load_object
 
-    from scraper.config import CollectorConfig
     from scraper.distributed import wiring
 
     values = Settings()
     values.setmodule("scraper.settings")
-    wiring.configure(values, url, CollectorConfig())
+    wiring.configure(values, url)
     values.setdict(settings, priority="cmdline")
     crawler = SimpleNamespace(settings=values, stats=None, spider=None, engine=None)
     crawler.request_fingerprinter = build_from_crawler(
@@ -318,7 +316,8 @@ def test_calls_whose_answer_was_lost_are_made_again_safely(redis_url: str) -> No
     assert spider_round.pop_request("hubcollect:t:requests") is None  # a new pop: empty
     # A content-hash claim asked again by its holder is still its claim.
     link = RedisLink(redis_url)
-    store = RedisContentHashStore(link, Keys(), "t", WriteBehind(link, None), owner="a")
+    store = RedisContentHashStore(link, Keys(), "t", WriteBehind(link, None), owner="a",
+                                  claim_ttl=600)
     assert store.claim("d") and store.claim("d")
 
 
@@ -346,8 +345,9 @@ def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str
 
 def test_deltafetch_records_expire_after_refresh_after(redis_url: str) -> None:
     from scraper.distributed.connection import RedisLink
+    from scraper.distributed.defaults import LINKS_TTL_MARGIN
     from scraper.distributed.deltafetch import RedisDeltaFetchStore
-    from scraper.distributed.keys import LINKS_TTL_MARGIN, Keys
+    from scraper.distributed.keys import Keys
     from scraper.distributed.writebehind import WriteBehind
 
     link = RedisLink(redis_url)
@@ -654,15 +654,11 @@ def test_bad_redis_urls_are_one_line_errors(collector: Collector) -> None:
 
 
 def test_one_machine_mode_without_a_redis_url(collector: Collector) -> None:
-    from scraper.config import CollectorConfig
-    from scraper.distributed import wiring
+    from scraper.config import load_config
 
-    env_before = os.environ.pop("COLLECTOR_REDIS_URL", None)
-    try:
-        assert wiring.redis_url(CollectorConfig()) is None
-    finally:
-        if env_before is not None:
-            os.environ["COLLECTOR_REDIS_URL"] = env_before
+    assert load_config(None, environ={}).redis_url is None
+    assert load_config(None, environ={"COLLECTOR_REDIS_URL": "redis://h:1/0"}).redis_url == (
+        "redis://h:1/0")
     collector.configure()
     result = collector.runner("status")
     assert result.returncode == 0 and "cluster" not in result.stdout

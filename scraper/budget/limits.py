@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from scrapy.settings import BaseSettings
+
 ANONYMOUS = "anonymous"
 
 PRIMARY = "primary"
@@ -25,6 +27,12 @@ def identity_for_token(token: str | None) -> str:
     if not token:
         return ANONYMOUS
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def settings_identity(settings: BaseSettings) -> str:
+    """The identity of the ``GITHUB_TOKEN`` setting (a :class:`scraper.config.Secret`)."""
+    token = settings.get("GITHUB_TOKEN")
+    return identity_for_token(token.reveal() if token else None)
 
 
 def identity_label(identity: str) -> str:

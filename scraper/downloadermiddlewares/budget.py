@@ -36,10 +36,10 @@ from scrapy.utils.defer import deferred_from_coro
 
 from scraper.budget.limits import (
     RateHeaders,
-    identity_for_token,
     identity_label,
     limit_kind,
     retry_after_seconds,
+    settings_identity,
 )
 from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming, Ticket
 from scraper.config import RateLimit
@@ -111,10 +111,8 @@ class GitHubEndpoints:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> GitHubEndpoints:
-        token = settings.get("GITHUB_TOKEN")
         return cls(api_url=settings["GITHUB_API_URL"], web_url=settings["GITHUB_WEB_URL"],
-                   token_env=settings["GITHUB_TOKEN_ENV"],
-                   identity=identity_for_token(token.reveal() if token else None),
+                   token_env=settings["GITHUB_TOKEN_ENV"], identity=settings_identity(settings),
                    web_min_interval=settings.getfloat("GITHUB_WEB_MIN_INTERVAL"),
                    limits=settings["GITHUB_RATE_LIMITS"])
 
@@ -161,8 +159,8 @@ class BudgetMiddleware:
     @property
     def store(self) -> BudgetStore:
         """The budget, opened on the first request to GitHub: a worker that never talks to
-        GitHub (the docs spider) keeps no idle connection (measured: a docs worker's USS 24.7 MB
-        after 25.2, ``python -m benchmarks.memory --phases runner --workers 6``)."""
+        GitHub (the docs spider) keeps no idle SQLite connection and its page cache, which 20
+        workers would each hold (benchmarks/README.md has the figure)."""
         if self._store is None:
             store = self._open_store()
             for key, spec in self._specs.items():

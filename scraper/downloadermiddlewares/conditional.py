@@ -17,7 +17,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
-from scraper.budget.limits import identity_for_token
+from scraper.budget.limits import settings_identity
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.layout import DataLayout
 from scraper.stores.etags import EtagStore, PageTag
@@ -39,9 +39,7 @@ class ConditionalRequestMiddleware:
         settings = crawler.settings
         if not settings.getbool("BUDGET_CONDITIONAL") or not settings.get("GITHUB_API_URL"):
             raise NotConfigured("BUDGET_CONDITIONAL is off, or no GITHUB_API_URL")
-        token = settings.get("GITHUB_TOKEN")
-        middleware = cls(crawler, settings["GITHUB_API_URL"],
-                         identity_for_token(token.reveal() if token else None))
+        middleware = cls(crawler, settings["GITHUB_API_URL"], settings_identity(settings))
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
 
