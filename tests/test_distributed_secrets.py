@@ -238,7 +238,7 @@ def test_queued_requests_round_trip_as_json_without_credentials() -> None:
 
     # A value JSON cannot hold is named, not silently changed.
     odd = request.replace(meta={"ticket": object()})
-    with pytest.raises(serializer.Refused, match=r"meta\['ticket'\] is a object"):
+    with pytest.raises(serializer.Refused, match=r"meta\['ticket'\] is not a JSON value"):
         serializer.dumps(odd.to_dict(spider=spider))
     # Forged entries: another request class, a private callback, credentials.
     entry = json.loads(data)

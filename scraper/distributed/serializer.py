@@ -129,4 +129,4 @@ def _plain(value: Any, where: str) -> None:
                 raise Refused(f"{where} has a {type(key).__name__} key; only str keys are JSON")
             _plain(item, f"{where}[{key!r}]")
         return
-    raise Refused(f"{where} is a {type(value).__name__}, not a JSON value")
+    raise Refused(f"{where} is not a JSON value ({type(value).__name__})")
