@@ -243,10 +243,14 @@ def test_queued_requests_round_trip_as_json_without_credentials() -> None:
     # Forged entries: another request class, a private callback, credentials.
     entry = json.loads(data)
     for field, value in (("_class", "os.system"), ("callback", "__init__"),
-                         ("headers", {"Accept": "x"}), ("v", 0)):
+                         ("headers", {"Accept": "x"}), ("v", 0), ("dumps_kwargs", []),
+                         ("unknown fields", 1)):
         with pytest.raises(serializer.Refused, match=field):
             serializer.loads(json.dumps({**entry, field: value}))
     forged = serializer.loads(json.dumps({**entry, "headers": {"Authorization": ["Bearer x"]}}))
     assert forged["headers"] == {}
+    json_request = scrapy.http.JsonRequest("http://h/j", data={"a": [1]}, dumps_kwargs={})
+    assert request_from_dict(serializer.loads(serializer.dumps(json_request.to_dict())),
+                             spider=spider).body == json_request.body
     with pytest.raises(serializer.Refused, match="not JSON"):
         serializer.loads(pickle.dumps({"url": "http://h/"}))

@@ -67,7 +67,8 @@ class RoundQueue(PriorityQueue):
         while data := spider_round.pop_request(self.key):
             try:
                 return self._decode_request(data)
-            except (ValueError, TypeError) as exc:  # the serializer's Refused, a bad callback
+            # the serializer's Refused; no such callback; a URL or encoding Request refuses
+            except (ValueError, TypeError, LookupError) as exc:
                 self._refuse(exc)
         return None
 

@@ -35,6 +35,10 @@ REQUEST_CLASSES = frozenset({
     "scrapy.http.request.json_request.JsonRequest",
     "scrapy.http.request.rpc.XmlRpcRequest",
 })
+FIELDS = frozenset({"v", "_class", "url", "headers", "body", "cookies", "meta", "encoding",
+                    "flags", "cb_kwargs", "callback", "dont_filter", "errback", "method",
+                    "priority", "dumps_kwargs"})
+"""``Request.attributes`` (``JsonRequest``'s ``dumps_kwargs`` included), ``_class`` and ``v``."""
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization"})
 METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
@@ -53,7 +57,10 @@ def dumps(request: dict[str, Any]) -> bytes:
     entry["body"] = _text(request.get("body") or b"")
     entry["v"] = FORMAT
     _check(entry)
-    return json.dumps(entry, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    try:
+        return json.dumps(entry, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except ValueError as exc:  # NaN or infinity somewhere
+        raise Refused(str(exc)) from None
 
 
 def loads(data: bytes | str) -> dict[str, Any]:
@@ -85,6 +92,9 @@ def _check(entry: dict[str, Any]) -> None:
     """Every field of an entry has the type ``dumps`` writes; raises :class:`Refused`."""
     if entry.get("v") != FORMAT:
         raise Refused(f"not format {FORMAT} ('v')")
+    unknown = sorted(set(entry) - FIELDS)
+    if unknown:
+        raise Refused(f"unknown fields {unknown}")
     if "_class" in entry and entry["_class"] not in REQUEST_CLASSES:
         raise Refused("'_class' is not one of Scrapy's request classes")
     for field, kind in (("url", str), ("method", str), ("body", str), ("encoding", str),
@@ -109,7 +119,9 @@ def _check(entry: dict[str, Any]) -> None:
     if not isinstance(cookies, dict | list):
         raise Refused("'cookies' is not a dict or list")
     _plain(cookies, "cookies")
-    for field in ("meta", "cb_kwargs"):
+    for field in ("meta", "cb_kwargs", "dumps_kwargs"):
+        if field == "dumps_kwargs" and field not in entry:
+            continue
         if not isinstance(entry.get(field), dict):
             raise Refused(f"{field!r} is not a dict")
         _plain(entry[field], field)
