@@ -48,13 +48,11 @@ class GitHubAuthMiddleware:
         else:
             request.headers.pop(b"Authorization", None)
 
-    def process_response(self, request: Request, response: Response,
-                         spider: Spider | None = None) -> Response:
+    def process_response(self, request: Request, response: Response) -> Response:
         request.headers.pop(b"Authorization", None)
         return response
 
-    def process_exception(self, request: Request, exception: BaseException,
-                          spider: Spider | None = None) -> None:
+    def process_exception(self, request: Request, exception: BaseException) -> None:
         request.headers.pop(b"Authorization", None)
 
     def __repr__(self) -> str:  # never the token, whoever prints the middleware list
