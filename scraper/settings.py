@@ -62,13 +62,15 @@ SPIDER_MIDDLEWARES = {
 # --- GitHub: the token only ever goes to the API host --------------------------------------------
 DOWNLOADER_MIDDLEWARES = {
     # A redirect is a new request that passes the whole chain again: every hop is checked here.
-    "scraper.downloadermiddlewares.githubauth.GitHubAuthMiddleware": 950,
+    # Last before the downloader: the token is on the request only while it is sent, never on
+    # a copy made by the budget (960), RetryMiddleware or RedirectMiddleware (githubauth.py).
+    "scraper.downloadermiddlewares.githubauth.GitHubAuthMiddleware": 970,
     # Scrapy's own, at their own places: retries wait (backoff), redirect loops fail loudly.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "scraper.downloadermiddlewares.retry.BackoffRetryMiddleware": 550,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scraper.downloadermiddlewares.redirect.LoopSafeRedirectMiddleware": 600,
-    # GitHub budget: closest to the downloader, so it waits right before sending and sees raw
+    # GitHub budget: next to the downloader, so it waits right before sending and sees raw
     # answers (redirects, 403/429) before Redirect- and RetryMiddleware.
     # If-None-Match on GitHub API pages; sees a 304 after the budget has booked it as free.
     "scraper.downloadermiddlewares.conditional.ConditionalRequestMiddleware": 955,

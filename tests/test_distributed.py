@@ -48,8 +48,9 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *options: str) -> None:
         self.directory = directory
+        self.options = options  # more redis-server options, over the defaults below
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
@@ -59,7 +60,8 @@ class RedisServer:
         assert REDIS_SERVER is not None
         self.process = subprocess.Popen(
             [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory), "--daemonize", "no"],
+             "--appendonly", "no", "--dir", str(self.directory), "--daemonize", "no",
+             *self.options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
         while True:

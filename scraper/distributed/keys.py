@@ -5,7 +5,7 @@ Redis can serve several collectors (or test runs) side by side::
 
     {p}:{spider}:start_urls            list  start entries of the current round (JSON), seeded
                                              once per round; scrapy-redis's "start URLs" key
-    {p}:{spider}:requests              zset  the shared request queue (scrapy-redis, pickled)
+    {p}:{spider}:requests              zset  the shared request queue (scrapy-redis, JSON)
     {p}:{spider}:dupefilter            set   request fingerprints of the current round
     {p}:{spider}:round                 hash  id, state (active|finished), started_at,
                                              finished_at, next_round_at, seeded_by, entries

@@ -18,10 +18,14 @@ What upstream's ``scrapy_redis.scheduler.Scheduler`` (0.9.1) does here that woul
 
 The queue is upstream's priority queue; its pop also marks this worker busy in the same script
 (see :mod:`scraper.distributed.rounds`), so no worker ever holds work the others can't see.
+Its entries are JSON (:mod:`scraper.distributed.serializer`), not upstream's pickle: an entry
+that is not one of ours is dropped unread, never unpickled; a request that cannot be written
+as JSON is dropped too; each with an ERROR line and a stat.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections import deque
 from typing import Any
@@ -38,6 +42,11 @@ from scraper.distributed.rounds import get_round
 
 logger = logging.getLogger("scraper.distributed")
 
+REFUSED_STAT = "distributed/requests_refused"
+"""Queue entries that were not this collector's JSON requests, dropped unread."""
+UNQUEUEABLE_STAT = "distributed/requests_unqueueable"
+"""Requests that could not be written as JSON (a non-JSON meta value, an unnamed callback)."""
+
 
 ENQUEUE = """
 if ARGV[1] == '' or redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
@@ -51,10 +60,30 @@ return 0
 class RoundQueue(PriorityQueue):
     """Upstream's priority queue; a pop marks the worker busy in the same Lua script."""
 
+    refused = 0
+
     def pop(self, timeout: int = 0) -> Request | None:
         spider_round = get_round(self.server.link, Keys(_prefix(self.spider)), self.spider.name)
-        data = spider_round.pop_request(self.key)
-        return self._decode_request(data) if data else None
+        while data := spider_round.pop_request(self.key):
+            try:
+                return self._decode_request(data)
+            # the serializer's Refused; no such callback; a URL or encoding Request refuses
+            except (ValueError, TypeError, LookupError) as exc:
+                self._refuse(exc)
+        return None
+
+    def _refuse(self, exc: Exception) -> None:
+        # Someone else wrote it: whoever can write to this Redis can fill the queue. One ERROR
+        # line per worker says so; a flood of them is counted, not logged line by line.
+        self.refused += 1
+        stats = self.spider.crawler.stats
+        if stats is not None:
+            stats.inc_value(REFUSED_STAT)
+        level = logging.ERROR if self.refused == 1 else logging.DEBUG
+        logger.log(level, "refused an entry of the shared queue %s: %s; dropped unread. Only "
+                   "this collector's JSON requests are taken from it: check who can write to "
+                   "this Redis (docs/distributed.md). Later ones: stat %s", self.key, exc,
+                   REFUSED_STAT)
 
 
 def _prefix(spider: Spider) -> str:
@@ -81,8 +110,8 @@ class RedisScheduler(Scheduler):
             "dupefilter_cls": settings["DUPEFILTER_CLASS"],
         }
         serializer = settings.get("SCHEDULER_SERIALIZER")
-        if serializer:
-            kwargs["serializer"] = load_object(serializer) if "." in serializer else serializer
+        if serializer:  # a module path, as upstream takes it
+            kwargs["serializer"] = importlib.import_module(serializer)
         # No ping here (upstream's from_settings pings): a worker started while Redis is away
         # waits for it instead of failing its round.
         scheduler = cls(get_link(settings["REDIS_URL"]).client, **kwargs)
@@ -127,10 +156,16 @@ class RedisScheduler(Scheduler):
         """Upstream's dupefilter check and push, as one script: an attempt whose answer is lost
         (Redis may have run it) is simply made again — either both steps happened (the request
         is queued, "seen" now) or neither."""
+        try:
+            data = self.queue._encode_request(request)
+        except ValueError as exc:  # the serializer's Refused, or a callback that is no method
+            logger.error("cannot queue %s: %s; dropped", request.url, exc)
+            if self.stats:
+                self.stats.inc_value(UNQUEUEABLE_STAT)
+            return False
         fingerprint = "" if request.dont_filter else self.df.request_fingerprint(request)
         queued = self._enqueue_script(
-            keys=[self.df.key, self.queue.key],
-            args=[fingerprint, -request.priority, self.queue._encode_request(request)])
+            keys=[self.df.key, self.queue.key], args=[fingerprint, -request.priority, data])
         if not queued:
             self.df.log(request, self.spider)
             return False

@@ -45,6 +45,8 @@ def configure(settings: BaseSettings, url: str) -> None:
         "SCHEDULER": "scraper.distributed.scheduler.RedisScheduler",
         "SCHEDULER_PERSIST": True,
         "SCHEDULER_QUEUE_CLASS": "scraper.distributed.scheduler.RoundQueue",
+        # JSON, not upstream's pickle: a Redis entry must never be able to run code
+        "SCHEDULER_SERIALIZER": "scraper.distributed.serializer",
         "SCHEDULER_QUEUE_KEY": keys.queue_format,
         "SCHEDULER_DUPEFILTER_KEY": keys.dupefilter_format,
         "DUPEFILTER_CLASS": "scraper.distributed.dupefilter.RedisDupeFilter",

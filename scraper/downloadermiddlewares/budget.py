@@ -12,8 +12,8 @@ For a request to the web origin (``github.web_url``, the trending pages): one pa
 all workers (``github.web_min_interval``) and the same pauses on 429 or the "secondary rate
 limit" page. Any other host (docs sites) is left to AutoThrottle.
 
-Sits closest to the downloader (after GitHubAuthMiddleware), so the wait ends right before the
-request leaves and the raw answer, redirects included, is seen first.
+Sits next to the downloader (only GitHubAuthMiddleware, which adds the token, is closer), so the
+wait ends right before the request leaves and the raw answer, redirects included, is seen first.
 """
 
 from __future__ import annotations

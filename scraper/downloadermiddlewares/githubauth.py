@@ -1,10 +1,19 @@
-"""The GitHub token goes to the API's origin and nowhere else.
+"""The GitHub token goes to the API's origin and nowhere else, and only while a request is sent.
 
 The token (setting ``GITHUB_TOKEN``, which ``scrapy crawl`` reads from the variable the config
 names in ``github.token_env``) is added as ``Authorization: Bearer …`` only to requests whose
 scheme, host and port are the API's; any other request — including one redirected away from the
 API — has the header removed. Every request passes here, redirects included (Scrapy reschedules
 them through the whole chain).
+
+The header lives on the request only from here to the download handler and back: this is the
+last ``process_request`` (order 970, after the GitHub budget's 960) and so the first
+``process_response``/``process_exception``, which take it off again. Whatever copies the request
+afterwards — a retry after a 5xx or a timeout, a redirect, the budget's replay after a
+rate-limit pause, the spider through ``response.request`` — copies it without the token, so the
+token reaches no queue (the distributed mode's Redis queue included), callback, item or log.
+A request handed back to the scheduler from an earlier ``process_request`` (the budget's, while
+the spider closes) never had it.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from urllib.parse import urlsplit
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
 
 from scraper.config import Secret
 
@@ -42,6 +52,13 @@ class GitHubAuthMiddleware:
             request.headers[b"Authorization"] = self._authorization
         else:
             request.headers.pop(b"Authorization", None)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        request.headers.pop(b"Authorization", None)
+        return response
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        request.headers.pop(b"Authorization", None)
 
     def __repr__(self) -> str:  # never the token, whoever prints the middleware list
         token = "set" if self._authorization else "none"
