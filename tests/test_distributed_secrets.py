@@ -167,20 +167,21 @@ def test_token_never_reaches_the_spider_items_logs_or_state(
     errbacks, ``response.request``) no token, so nothing it writes can hold one."""
     github = fake_github_factory()
     collector = search_collector(tmp_path / "c", github, ["few"])
-    spider = tmp_path / "headers.py"
-    spider.write_text(HEADERS_SPIDER)
+    (tmp_path / "headers_spider.py").write_text(HEADERS_SPIDER)
     feed = collector.data_dir / "items" / "headers.jsonl"
+    # Through `scrapy crawl`, which resolves the config and the token into the settings.
     result = limited_until_first_403(github, subprocess.Popen(
-        [*SCRAPY, "runspider", str(spider), "-s", f"COLLECTOR_DATA_DIR={collector.data_dir}",
+        [*SCRAPY, "crawl", "headers", "-s", "SPIDER_MODULES=headers_spider",
          "-s", "LOG_LEVEL=DEBUG", "-O", f"{feed}:jsonl"],
-        cwd=REPO_ROOT, env=collector.env(GITHUB_TOKEN=TOKEN, FAKE_API=github.url("api")),
+        cwd=REPO_ROOT, env=collector.env(GITHUB_TOKEN=TOKEN, FAKE_API=github.url("api"),
+                                         PYTHONPATH=f"{tmp_path}:{REPO_ROOT}"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), timeout=60)
     assert result.returncode == 0, result.stderr[-3000:]
     searches = [r for r in github.stats()["requests"] if r["path"].startswith("/search/")]
     statuses = collections.Counter(r["status"] for r in searches)
     assert statuses[403] >= 1 and statuses[500] == 3 and statuses[200] >= 1, statuses
     assert all(r["identity"] == f"Bearer {TOKEN}" for r in searches)
-    log = result.stderr
+    log = result.stderr + (collector.data_dir / "logs" / "headers-0of1.log").read_text()
     assert "request headers of http" in log and "request headers of failed" in log
     assert feed.exists() and b"request_headers" in feed.read_bytes()
     assert TOKEN not in log + result.stdout
