@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from runner.argtypes import positive_int, size_bytes
-from runner.cron import register as register_install_cron
-from runner.size import register as register_size
-from runner.watchdog import register as register_watchdog
+from runner.ops.cron import register as register_install_cron
+from runner.ops.size import register as register_size
+from runner.ops.watchdog import register as register_watchdog
 from scraper.config import (
     SPIDER_NAMES,
     CollectorConfig,

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from runner.pidfile import running_pid
-from runner.restart import stop_runner
+from runner.ops.restart import stop_runner
 from scraper.layout import DataLayout
 from tests.support import REPO_ROOT, RUNNER, Collector, wait_for
 

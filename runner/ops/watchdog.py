@@ -26,11 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.argtypes import positive_int
-from runner.health import CONFIRM_TIMEOUT, assess, next_status
-from runner.joblock import exclusive_or_skip
-from runner.notify import log_to_runner_log, say
+from runner.ops.health import CONFIRM_TIMEOUT, assess, next_status
+from runner.ops.joblock import exclusive_or_skip
+from runner.ops.notify import log_to_runner_log, say
 from runner.pidfile import running_pid
-from runner.restart import (
+from runner.ops.restart import (
     RestartFailed,
     runner_environment,
     start_detached,

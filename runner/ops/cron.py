@@ -28,7 +28,7 @@ PROG = "python -m runner"
 BEGIN = "# >>> hubcollect >>>"
 END = "# <<< hubcollect <<<"
 SCHEDULE = "*/5 * * * *"
-SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "scripts"
 
 
 class CronError(Exception):

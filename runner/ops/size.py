@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.argtypes import size_bytes
-from runner.joblock import exclusive_or_skip
-from runner.notify import say
+from runner.ops.joblock import exclusive_or_skip
+from runner.ops.notify import say
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 from scraper.units import format_size

@@ -18,8 +18,8 @@ from typing import Any
 
 import psutil
 
-from runner.health import healthy_slots
-from runner.notify import log_to_runner_log
+from runner.ops.health import healthy_slots
+from runner.ops.notify import log_to_runner_log
 from runner.pidfile import running_pid
 from scraper.config import CONFIG_ENV
 from scraper.layout import DataLayout
