@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import scrapy
 from itemadapter import ItemAdapter
@@ -131,8 +131,3 @@ def recover_part(part: Path) -> Path | None:
     logger.warning("recovered %d whole lines from %s (a killed round), %d torn bytes cut",
                    whole.count(b"\n"), part.name, len(data) - len(whole))
     return final
-
-
-def read_item_lines(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]

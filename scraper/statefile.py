@@ -9,12 +9,17 @@ a power cut, sees the old file or the new one, never an empty or half one. Files
 ``0600`` and directories ``0700``: state holds the runner's command line and the workers' last
 errors, which are nobody else's business (:func:`private_dirs`, :func:`open_private`).
 
+Times are stored twice where a reader must judge an age: wall clock to show, and
+``time.monotonic()`` (one clock for every process since boot) to judge, so a clock stepped back
+or forward cannot make a healthy runner look hung.
+
 Reading is lenient: a field of the wrong type, or missing (a file from an older version), takes
 its default; a file that is not a JSON object reads as ``None``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import types
@@ -41,10 +46,8 @@ def private_dirs(path: Path) -> None:
             break
         path = path.parent
     for directory in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
             os.mkdir(directory, DIR_MODE)
-        except FileExistsError:
-            pass
 
 
 def open_private(path: Path, flags: int = os.O_RDWR) -> int:
@@ -87,7 +90,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-# --- the records -----------------------------------------------------------------------------------
+# --- the records --------------------------------------------------------------------------------
 
 
 @dataclass
@@ -137,7 +140,8 @@ class RunnerRecord:
 
     pid: int | None = None
     started_at: float = 0.0
-    updated_at: float = 0.0
+    updated_at: float = 0.0  # wall clock, shown
+    updated_monotonic: float | None = None  # time.monotonic(): how old it is, whatever the clock
     state: str = ""  # running / stopping
     command: list[str] = field(default_factory=list)  # Redis password masked
     cwd: str | None = None
@@ -169,7 +173,8 @@ class SlotRecord:
     rounds: int = 0
     failures: int = 0
     restarts: int = 0
-    next_round_at: float | None = None  # wall clock, for display and the watchdog
+    next_round_at: float | None = None  # wall clock, shown
+    next_round_monotonic: float | None = None  # time.monotonic(): when it is due
     round_started_at: float | None = None
     last_exit: str | None = None
     last_error: str | None = None
@@ -198,7 +203,7 @@ class StatusFile:
             _int_or(data.get("version"), 0))
 
 
-# --- reading and writing ---------------------------------------------------------------------------
+# --- reading and writing ------------------------------------------------------------------------
 
 
 def read_status(path: Path) -> StatusFile | None:

@@ -23,8 +23,8 @@ from typing import Any
 import psutil
 import pytest
 
-from runner.pidfile import running_pid
 from runner.ops.restart import stop_runner
+from runner.pidfile import running_pid
 from scraper.layout import DataLayout
 from tests.support import REPO_ROOT, RUNNER, Collector, wait_for
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.argtypes import positive_int, size_text
+from runner.usage import PROG, usage_error
 from scraper.config import CONFIG_ENV, CollectorConfig, resolve_config_path
 
-PROG = "python -m runner"
 BEGIN = "# >>> hubcollect >>>"
 END = "# <<< hubcollect <<<"
 SCHEDULE = "*/5 * * * *"
@@ -75,8 +75,7 @@ def cmd_install_cron(args: argparse.Namespace, config: CollectorConfig) -> int:
         else:
             _write_crontab(updated)
     except CronError as exc:
-        print(f"{PROG}: install-cron: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(f"install-cron: {exc}")
     jobs = "size monitor" if args.no_watchdog else "watchdog and size monitor"
     print(f"{where}: hubcollect {jobs} every 5 minutes")
     return 0

@@ -1,8 +1,9 @@
 """A worker's live state for the runner's ``status``: ``state/workers/{spider}-{i}of{N}.json``.
 
 Written every ``WORKER_STATE_INTERVAL`` seconds and at close as a
-:class:`scraper.statefile.WorkerRecord` (atomic replace, so a reader never sees half a file). Holds Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS)
-and the last error logged, the same whether the spider runs by hand or under the runner.
+:class:`scraper.statefile.WorkerRecord` (atomic replace: a reader never sees half a file). Holds
+Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS) and the last error
+logged, the same whether the spider runs by hand or under the runner.
 """
 
 from __future__ import annotations
