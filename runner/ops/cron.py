@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.argtypes import positive_int, size_text
+from runner.argtypes import add_min_workers, size_text
 from runner.usage import PROG, usage_error
 from scraper.config import CONFIG_ENV, CollectorConfig, resolve_config_path
 
@@ -39,8 +39,7 @@ def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
     parser.description = "Add or update the watchdog and size-monitor lines in the crontab."
     add_config_option(parser)
-    parser.add_argument("--min-workers", type=positive_int, metavar="N",
-                        help="passed to the watchdog (default: all the plan's workers)")
+    add_min_workers(parser, "passed to the watchdog (default: all the plan's workers)")
     parser.add_argument("--every", type=size_text, default="100MB", metavar="SIZE",
                         help="size-monitor step (default 100MB)")
     parser.add_argument("--target", type=size_text, metavar="SIZE",

@@ -24,7 +24,7 @@ import logging
 import sys
 from collections.abc import Callable
 
-from runner.argtypes import positive_int
+from runner.argtypes import add_min_workers
 from runner.ops.health import CONFIRM_TIMEOUT, Clocks, Verdict, assess, next_status
 from runner.ops.joblock import exclusive_or_skip
 from runner.ops.notify import log_to_runner_log, say
@@ -46,8 +46,7 @@ def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
     parser.description = "Print nothing while the collector is healthy; else restart it."
     add_config_option(parser)
-    parser.add_argument("--min-workers", type=positive_int, metavar="N",
-                        help="healthy worker slots required (default: all the plan's)")
+    add_min_workers(parser, "healthy worker slots required (default: all the plan's)")
     parser.set_defaults(handler=cmd_watchdog)
 
 
