@@ -46,7 +46,8 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
 
 
 def _connect(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connection:
-    create_private(path)  # SQLite gives its -wal and -shm files the database's mode
+    if str(path) != ":memory:":
+        create_private(path)  # SQLite gives its -wal and -shm files the database's mode
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                            check_same_thread=False)
     try:
