@@ -131,4 +131,3 @@ def recover_part(part: Path) -> Path | None:
     logger.warning("recovered %d whole lines from %s (a killed round), %d torn bytes cut",
                    whole.count(b"\n"), part.name, len(data) - len(whole))
     return final
-

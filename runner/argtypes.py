@@ -34,6 +34,11 @@ def size_bytes(text: str) -> int:
     return size
 
 
+def add_min_workers(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--min-workers N``, shared by the watchdog and install-cron (which passes it on)."""
+    parser.add_argument("--min-workers", type=positive_int, metavar="N", help=help)
+
+
 def size_text(text: str) -> str:
     """A size checked now but passed on as written (a crontab line reads as the user typed it)."""
     size_bytes(text)

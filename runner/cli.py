@@ -16,12 +16,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import NoReturn
 
 from runner.argtypes import positive_int, size_bytes
-from runner.cron import register as register_install_cron
-from runner.size import register as register_size
-from runner.watchdog import register as register_watchdog
+from runner.ops.cron import register as register_install_cron
+from runner.ops.size import register as register_size
+from runner.ops.watchdog import register as register_watchdog
+from runner.usage import PROG, OneLineParser, UsageError, usage_error
 from scraper.config import (
     REDIS_URL_ENV,
     REDIS_URL_HELP,
@@ -33,22 +33,10 @@ from scraper.config import (
     resolve_config_path,
 )
 from scraper.layout import DataLayout
+from scraper.urlmask import mask_argv
 
-USAGE_ERROR = 2
 WORKERS_PER_CORE_HINT = 4
 """Above this many workers per core the runner says more workers won't be faster (benchmarks)."""
-PROG = "python -m runner"
-
-
-class UsageError(Exception):
-    """Bad arguments; the message is the one line the user sees."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a mistake is one line and exit 2, not a usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 def _spider_list(text: str) -> list[str]:
@@ -110,10 +98,11 @@ def build_parser() -> OneLineParser:
 
 # Subcommands added by other modules: (name, register(parser, add_config_option)).
 EXTRA_COMMANDS: list[tuple[str, Callable[..., None]]] = []
-# Operations (issue 6): what cron runs, and what installs it.
+# Operations (runner/ops/): what cron runs, and what installs it.
 EXTRA_COMMANDS.append(("watchdog", register_watchdog))
 EXTRA_COMMANDS.append(("size", register_size))
 EXTRA_COMMANDS.append(("install-cron", register_install_cron))
+COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
 
 
 def _with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]:
@@ -124,18 +113,26 @@ def _with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    commands = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
     try:
-        args = parser.parse_args(_with_default_command(argv, commands))
+        args = build_parser().parse_args(_with_default_command(argv, COMMANDS))
         if getattr(args, "redis_url", None):
             # The flag wins over the file; the workers inherit it with the environment.
             os.environ[REDIS_URL_ENV] = args.redis_url
         config = load_config(args.config)
     except (UsageError, ConfigError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        return usage_error(str(exc))
     return args.handler(args, config)
+
+
+def parse_run_options(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed as ``python -m runner`` would; UsageError unless it is a ``run``."""
+    try:
+        args = build_parser().parse_args(_with_default_command(argv, COMMANDS))
+    except SystemExit:  # --help
+        raise UsageError("help is not a run") from None
+    if args.handler is not cmd_run:
+        raise UsageError(f"'{args.command}' is not a run")
+    return args
 
 
 # --- run ------------------------------------------------------------------------------------------
@@ -170,8 +167,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     try:
         redis_url = _distributed_mode(config)
     except UsageError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        return usage_error(str(exc))
     plan = make_plan(config, args.workers, args.spiders, shared_queue=bool(redis_url))
     print(plan.describe(), flush=True)
     cores = os.cpu_count() or 1
@@ -180,9 +176,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
               f"concurrency inside each give what the cores can do (benchmarks: 2-4 workers "
               f"peak on 2 cores); more add isolation and memory, not speed", flush=True)
     if plan.total == 0:
-        print(f"{PROG}: nothing to run: the chosen spiders have no start entries or weight 0",
-              file=sys.stderr)
-        return USAGE_ERROR
+        return usage_error("nothing to run: the chosen spiders have no start entries or weight 0")
     if redis_url:
         from runner.supervisor import DISTRIBUTED_MODULES
 
@@ -190,18 +184,16 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     else:
         versions = preload()
     budget, source = memory_budget(args.memory_budget or config.memory_budget)
-    guard = MemoryGuard(layout.state_dir / "memory.json", budget, source)
+    guard = MemoryGuard(layout.memory_file, budget, source)
     estimate = guard.estimate(plan.total)
     if not estimate.fits and not args.force:
-        print(f"{PROG}: {estimate.refusal()}", file=sys.stderr)
-        return USAGE_ERROR
+        return usage_error(estimate.refusal())
     pidfile = PidFile(layout.runner_pidfile)
     try:
         pidfile.acquire()
     except PidLockHeld as exc:
-        print(f"{PROG}: a runner is already running on {config.data_dir} (pid {exc.pid}); "
-              f"'{PROG} stop' stops it", file=sys.stderr)
-        return USAGE_ERROR
+        return usage_error(f"a runner is already running on {config.data_dir} (pid {exc.pid}); "
+                           f"'{PROG} stop' stops it")
     _setup_logging(layout)
     logging.getLogger("runner").info(
         "versions: %s", ", ".join(f"{name} {version}" for name, version in versions))
@@ -211,7 +203,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     supervisor = Supervisor(
         config, plan, guard, once=args.once,
         config_path=str(config_path.absolute()) if config_path else None,
-        command=[sys.executable, "-m", "runner", *sys.argv[1:]],
+        command=mask_argv([sys.executable, "-m", "runner", *sys.argv[1:]]),
         redis_url=redis_url,
     )
     try:
@@ -265,9 +257,9 @@ def cmd_stop(args: argparse.Namespace, config: CollectorConfig) -> int:
         print(f"no runner is running on {config.data_dir}", file=sys.stderr)
         return 0
     os.kill(pid, signal.SIGTERM)
-    deadline = time.time() + config.stop_timeout + 15
+    deadline = time.monotonic() + config.stop_timeout + 15
     while running_pid(layout.runner_pidfile) is not None:
-        if time.time() > deadline:
+        if time.monotonic() > deadline:
             print(f"{PROG}: runner pid {pid} is still running after SIGTERM", file=sys.stderr)
             return 1
         time.sleep(0.2)

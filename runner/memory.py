@@ -9,17 +9,18 @@ waits while available memory is below ``LOW_MEMORY_SHARE`` of the budget.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from scraper.statefile import read_json, write_json_atomic
 from scraper.units import format_size
 
 MB = 1024 * 1024
 WORKER_PSS_GUESS = 40 * MB
-"""Per-worker PSS before one has been measured here (a forked worker measured ~29 MB USS)."""
+"""Per-worker PSS before one has been measured here: above a forked worker's USS at close in the
+benchmarks (``benchmarks/README.md``), so a first plan errs on the safe side."""
 PLAN_BUDGET_SHARE = 0.80
 """A plan may take at most this share of the budget; the rest is for the OS, page cache, ssh."""
 LOW_MEMORY_SHARE = 0.10
@@ -96,8 +97,8 @@ class MemoryGuard:
 
     def measured_worker_pss(self) -> int | None:
         try:
-            return int(json.loads(self.state_file.read_text())["worker_pss"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return int((read_json(self.state_file) or {})["worker_pss"])
+        except (ValueError, KeyError, TypeError):
             return None
 
     def record_worker_pss(self, samples: list[int]) -> None:
@@ -105,10 +106,7 @@ class MemoryGuard:
         if not samples:
             return
         median = sorted(samples)[len(samples) // 2]
-        self.state_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"worker_pss": median, "samples": len(samples)}))
-        tmp.replace(self.state_file)
+        write_json_atomic(self.state_file, {"worker_pss": median, "samples": len(samples)})
 
     def estimate(self, workers: int) -> Estimate:
         measured = self.measured_worker_pss()

@@ -5,7 +5,7 @@ pipelines, disabled ones included (``get_component_priority_dict_with_base`` imp
 normalise it): ``remote_control`` brings aiohttp, ``telnet`` brings twisted.conch, the cookies
 middleware tldextract, requests and urllib3. Imported in the parent, they are shared
 copy-on-write by every worker; imported after the fork, each worker pays for them again, every
-round (measured: worker USS at spider open 31 → 16 MB, fixed CPU per round 0.175 → 0.062 s).
+round, in memory and CPU.
 
 ``scrapy.cmdline.execute`` likewise imports every command module (``scrapy.commands.*`` and
 ``COMMANDS_MODULE``) just to find ``crawl`` — ``check`` brings unittest, ``shell`` code and
@@ -20,10 +20,7 @@ the answer in each one's cache. Scrapy asks it of every worker's first response
 pages; asked here once, for the built-in types such checks meet, the answers are shared. The
 same goes for ``issubclass(obj, ScrapyCommand)``, asked of every class the command modules name.
 
-Measured with ``python -m benchmarks.memory --phases runner --workers 6`` on the commits before
-and after (median of 3 runs, worker USS while crawling, Python 3.11): commands and metadata
-25.2 MB after 26.7; the isinstance answers 24.3 after 24.7; the ScrapyCommand checks, with the
-project's ``LOG_VERSIONS`` emptied, 23.4 after 23.9.
+What each step saves is measured in ``benchmarks/README.md`` ("Imports after the fork").
 """
 
 from __future__ import annotations

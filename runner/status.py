@@ -1,59 +1,21 @@
-"""``state/status.json`` (written by the runner) and ``python -m runner status`` (reading it).
-
-The runner writes its plan, each slot's state and the exact command line it was started with;
-each worker writes its own ``state/workers/*.json``. ``status`` joins the two, so it is
-readable even when the runner is gone.
-"""
+"""``python -m runner status``: what the runner's ``state/status.json`` and each worker's
+``state/workers/*.json`` say, joined, so it is readable even when the runner is gone."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runner.budgetstatus import budget_rows, render_budget
 from runner.pidfile import running_pid
-from scraper.extensions.workerstate import write_json_atomic
 from scraper.layout import DataLayout
+from scraper.statefile import SlotRecord, StatusFile, WorkerRecord, read_status, read_worker
 from scraper.units import format_duration, format_size
-
-if TYPE_CHECKING:
-    from runner.supervisor import Supervisor
-
-
-def write_runner_status(supervisor: Supervisor) -> None:
-    write_json_atomic(supervisor.layout.status_file, {
-        "runner": {
-            "pid": os.getpid(),
-            "started_at": supervisor.started_at,
-            "updated_at": time.time(),
-            "state": "stopping" if supervisor.stopping else "running",
-            "command": supervisor.command,
-            "cwd": os.getcwd(),
-            "config": supervisor.config_path,
-            "data_dir": str(supervisor.config.data_dir),
-            "plan": supervisor.plan.describe(),
-            "planned": supervisor.plan.total,
-            "round_interval": supervisor.config.round_interval,
-            "once": supervisor.once,
-            "memory_budget": supervisor.guard.budget,
-            "disk_full_since": supervisor.disk_full_since,
-            # Distributed mode: the Redis URL (status connects with it) and whether it answers.
-            "redis_url": supervisor.redis_url,
-            "redis": supervisor.beacon.state if supervisor.beacon else None,
-        },
-        "workers": [state.as_dict() for state in supervisor.slots],
-    })
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+from scraper.urlmask import is_masked
 
 
 def data_size(root: Path) -> int:
@@ -65,55 +27,66 @@ def data_size(root: Path) -> int:
     return total
 
 
+def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
+               now: float) -> dict[str, Any]:
+    """One row of ``status --json``'s ``workers``: the runner's slot joined with its worker's
+    own file, when that file is this round's."""
+    row = asdict(slot)
+    del row["next_round_monotonic"]
+    this_round = live if live is not None and live.is_round_of(slot.round_pid) else None
+    running = slot.state == "running"
+    row["items_round"] = this_round.items if this_round else 0
+    row["items_total"] = slot.items_total + (row["items_round"] if running else 0)
+    row["pages"] = this_round.pages if this_round else 0
+    row["uss_mb"] = live.uss_mb if running and live is not None else None
+    row["last_error"] = slot.last_error or (live.last_error if live else None)
+    if running and this_round and this_round.stats.get("distributed/redis_up") == 0:
+        row["state"] = "redis-wait"  # paused: its Redis is unreachable
+    next_at = slot.next_round_at
+    row["next_round_in"] = max(0.0, next_at - now) if next_at else None
+    if not runner_alive and row["state"] in ("running", "sleeping", "restarting"):
+        row["state"] = "down"
+    return row
+
+
 def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str, Any]:
     """The ``status --json`` object: ``{"runner": …, "workers": […], "totals": …}``, plus
     ``"cluster"`` in the distributed mode (``redis_url``, else the runner's)."""
-    status = read_json(layout.status_file) or {"runner": {}, "workers": []}
-    runner = dict(status.get("runner") or {})
+    recorded = read_status(layout.status_file)
+    status = recorded or StatusFile()
+    runner: dict[str, Any] = asdict(status.runner) if recorded else {}
+    runner.pop("updated_monotonic", None)
     pid = running_pid(layout.runner_pidfile)
     runner["alive"] = pid is not None
     runner["pid"] = pid if pid is not None else runner.get("pid")
     now = time.time()
-    workers = []
-    for slot in status.get("workers") or []:
-        row = dict(slot)
-        live = read_json(layout.workers_state_dir / f"{slot['slug']}.json") or {}
-        this_round = live.get("started_at", 0) >= (slot.get("round_started_at") or 0) - 1
-        row["items_round"] = live.get("items", 0) if this_round else 0
-        running_items = row["items_round"] if slot.get("state") == "running" else 0
-        row["items_total"] = (slot.get("items_total") or 0) + running_items
-        row["pages"] = live.get("pages", 0) if this_round else 0
-        row["uss_mb"] = live.get("uss_mb") if slot.get("state") == "running" else None
-        row["last_error"] = slot.get("last_error") or live.get("last_error")
-        if (slot.get("state") == "running" and this_round
-                and (live.get("stats") or {}).get("distributed/redis_up") == 0):
-            row["state"] = "redis-wait"  # paused: its Redis is unreachable
-        next_at = slot.get("next_round_at")
-        row["next_round_in"] = max(0.0, next_at - now) if next_at else None
-        if not runner["alive"] and row.get("state") in ("running", "sleeping", "restarting"):
-            row["state"] = "down"
-        workers.append(row)
-    up = sum(1 for w in workers if w.get("state") in ("running", "sleeping", "redis-wait"))
+    workers = [worker_row(slot, read_worker(layout.workers_state_dir / f"{slot.slug}.json"),
+                          runner["alive"], now) for slot in status.workers]
+    up = sum(1 for w in workers if w["state"] in ("running", "sleeping", "redis-wait"))
     totals = {
         "items": sum(w["items_total"] for w in workers),
         "data_bytes": data_size(layout.root) if layout.root.exists() else 0,
         "workers_up": up,
-        "workers_planned": runner.get("planned", len(workers)),
+        "workers_planned": status.runner.planned if recorded else len(workers),
     }
-    status = {"runner": runner, "workers": workers, "totals": totals,
+    result = {"runner": runner, "workers": workers, "totals": totals,
               "budget": budget_rows(layout)}
-    redis_url = redis_url or runner.get("redis_url")
+    redis_url = redis_url or status.runner.redis_url
     if redis_url:
         from scraper.distributed.registry import cluster_status
 
-        status["cluster"] = cluster_status(redis_url)
-        if status["cluster"].get("reachable"):  # the budget in effect is the cluster's
+        if is_masked(redis_url):
+            # status.json keeps the runner's URL without its password: it cannot connect.
+            result["cluster"] = {"url": redis_url, "reachable": False,
+                                 "error": "the runner's Redis needs a password: pass "
+                                          "--redis-url or set redis_url"}
+        else:
+            result["cluster"] = cluster_status(redis_url)
+        if result["cluster"].get("reachable"):  # the budget in effect is the cluster's
             from runner.budgetstatus import rows_from_buckets
 
-            status["budget"] = rows_from_buckets(status["cluster"]["budget"], time.time())
-    return status
-
-
+            result["budget"] = rows_from_buckets(result["cluster"]["budget"], time.time())
+    return result
 
 
 def render_status(status: dict[str, Any]) -> str:

@@ -5,6 +5,10 @@ once, freezes that heap (``gc.freeze()``, so the children's garbage collector ne
 shared pages and copy-on-write keeps them shared), then forks each worker. A worker runs one
 round and exits; the next round is a fresh fork after ``round_interval``: weeks of running don't
 accumulate leaks. The parent never starts a reactor, thread or socket.
+
+Every interval, timeout and backoff is on ``time.monotonic()``, so a clock stepped back or forward
+(NTP, a suspended VM) neither stalls the rounds nor fires them early; wall-clock time is only
+what ``status.json`` shows and stores.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from runner.memory import MemoryGuard
@@ -32,7 +36,17 @@ from scraper.diskspace import (
     free_bytes,
 )
 from scraper.layout import DataLayout
+from scraper.statefile import (
+    RunnerLaunch,
+    RunnerRecord,
+    SlotRecord,
+    StatusFile,
+    read_worker,
+    write_launch,
+    write_status,
+)
 from scraper.units import format_size
+from scraper.urlmask import mask_url
 
 logger = logging.getLogger("runner")
 
@@ -42,6 +56,7 @@ FAILURES_BEFORE_GIVING_UP = 5
 TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
 STATUS_INTERVAL = 2.0
+"""Seconds between writes of ``status.json`` (the watchdog judges a runner hung by its age)."""
 WAITING_STATES = ("starting", "sleeping", "restarting", "disk_full")
 """Slot states that fork a worker once ``next_start`` is due."""
 
@@ -106,23 +121,24 @@ class SlotState:
     rounds: int = 0
     failures: int = 0  # in a row
     restarts: int = 0
-    next_start: float = 0.0
-    round_started: float | None = None
+    next_start: float = 0.0  # time.monotonic()
+    round_pid: int | None = None  # the latest round's worker, kept after it ends
+    round_started: float | None = None  # wall clock, shown
     last_exit: str | None = None
     last_error: str | None = None
     items_total: int = 0
     peak_pss_mb: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "spider": self.slot.spider, "shard": str(self.slot.shard), "slug": self.slot.slug,
-            "state": self.state, "pid": self.pid, "rounds": self.rounds,
-            "failures": self.failures, "restarts": self.restarts,
-            "next_round_at": self.next_start if self.state in WAITING_STATES else None,
-            "round_started_at": self.round_started, "last_exit": self.last_exit,
-            "last_error": self.last_error, "items_total": self.items_total,
-        }
+    def record(self, wall_now: float, mono_now: float) -> SlotRecord:
+        waiting = self.state in WAITING_STATES
+        return SlotRecord(
+            spider=self.slot.spider, shard=str(self.slot.shard), slug=self.slot.slug,
+            state=self.state, pid=self.pid, round_pid=self.round_pid, rounds=self.rounds,
+            failures=self.failures, restarts=self.restarts,
+            next_round_at=wall_now + (self.next_start - mono_now) if waiting else None,
+            next_round_monotonic=self.next_start if waiting else None,
+            round_started_at=self.round_started, last_exit=self.last_exit,
+            last_error=self.last_error, items_total=self.items_total)
 
 
 def describe_exit(status: int) -> tuple[bool, str]:
@@ -148,11 +164,11 @@ class Supervisor:
         self.by_pid: dict[int, SlotState] = {}
         self.stopping = False
         self.force = False
-        self.started_at = time.time()
+        self.started_at = time.time()  # shown
         self.memory_warned = False
         self.disk_full_since: float | None = None
-        self.reserve = DiskReserve(self.layout.state_dir / "disk-reserve")
-        self._last_status = 0.0
+        self.reserve = DiskReserve(self.layout.disk_reserve)
+        self._last_status: float | None = None  # time.monotonic() of the last write
         # Distributed mode: this runner's heartbeat in Redis (connects per beat: no socket may
         # be open in the parent when it forks).
         self.redis_url = redis_url
@@ -195,6 +211,7 @@ class Supervisor:
 
     def run(self) -> int:
         self._install_signals()
+        self._write_launch()
         self.reserve.ensure()
         logger.info("%s", self.plan.describe())
         while not self.stopping:
@@ -203,7 +220,8 @@ class Supervisor:
                 break
             self._start_due()
             self._write_status_if_due()
-            self._sleep(min([TICK] + [max(0.0, s.next_start - time.time()) for s in self.slots
+            now = time.monotonic()
+            self._sleep(min([TICK] + [max(0.0, s.next_start - now) for s in self.slots
                                       if s.state in WAITING_STATES]))
         if self.stopping:
             self._stop_workers()
@@ -229,7 +247,7 @@ class Supervisor:
     def _disk_full(self) -> None:
         if self.disk_full_since:
             return
-        self.disk_full_since = time.time()
+        self.disk_full_since = time.time()  # shown
         self.reserve.release()  # room to write status.json and this log line
         logger.error("disk full: %s has %s free; no new workers until %s are free",
                      self.layout.root, format_size(free_bytes(self.layout.root)),
@@ -237,7 +255,7 @@ class Supervisor:
         self._write_status(force=True)
 
     def _start_due(self) -> None:
-        now = time.time()
+        now = time.monotonic()
         due = [s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now]
         if due and not self._disk_has_room():
             return
@@ -260,7 +278,7 @@ class Supervisor:
         pid = os.fork()
         if pid == 0:
             run_worker(state.slot, parent, self.config_path, str(log_path), self.wakeup)
-        state.pid = pid
+        state.pid = state.round_pid = pid
         state.state = "running"
         state.round_started = time.time()
         self.by_pid[pid] = state
@@ -281,12 +299,12 @@ class Supervisor:
         ok, how = describe_exit(status)
         state.pid = None
         state.last_exit = how
-        worker = self._read_worker_state(state)
-        if worker:
-            state.items_total += int(worker.get("items") or 0)
-            state.peak_pss_mb = max(state.peak_pss_mb, float(worker.get("pss_mb") or 0))
-            if worker.get("last_error"):
-                state.last_error = worker["last_error"]
+        worker = read_worker(self.layout.worker_state(state.slot.spider, state.slot.shard))
+        if worker and worker.is_round_of(state.round_pid):
+            state.items_total += worker.items
+            state.peak_pss_mb = max(state.peak_pss_mb, worker.pss_mb)
+            if worker.last_error:
+                state.last_error = worker.last_error
         if self.stopping:
             state.state = "stopped"
             return
@@ -294,14 +312,14 @@ class Supervisor:
             # Not the worker's fault: wait for space, then run the round again.
             state.state = "disk_full"
             state.last_error = "disk full"
-            state.next_start = time.time()
+            state.next_start = time.monotonic()
             self._disk_full()
             return
         if ok:
             state.rounds += 1
             state.failures = 0
             state.state = "done" if self.once else "sleeping"
-            state.next_start = time.time() + self.config.round_interval
+            state.next_start = time.monotonic() + self.config.round_interval
             self._record_memory()
             return
         state.failures += 1
@@ -314,21 +332,9 @@ class Supervisor:
         delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (state.failures - 1))
         state.state = "restarting"
         state.restarts += 1
-        state.next_start = time.time() + delay
+        state.next_start = time.monotonic() + delay
         logger.warning("%s %s ended (%s); restarting in %.0f s", state.slot.spider,
                        state.slot.shard, how, delay)
-
-    def _read_worker_state(self, state: SlotState) -> dict[str, Any] | None:
-        import json
-
-        path = self.layout.worker_state(state.slot.spider, state.slot.shard)
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        # Only this round's file counts, not one left by an earlier round.
-        started = state.round_started or 0
-        return data if data.get("started_at", 0) >= started - 1 else None
 
     def _record_memory(self) -> None:
         samples = [int(s.peak_pss_mb * 1024 * 1024) for s in self.slots if s.peak_pss_mb]
@@ -341,10 +347,10 @@ class Supervisor:
         logger.info("stopping: SIGTERM to %d workers", len(self.by_pid))
         self._write_status(force=True)
         self._signal_all(signal.SIGTERM)
-        deadline = time.time() + self.config.stop_timeout
-        while self.by_pid and time.time() < deadline and not self.force:
+        deadline = time.monotonic() + self.config.stop_timeout
+        while self.by_pid and time.monotonic() < deadline and not self.force:
             self._reap()
-            self._sleep(min(0.2, max(0.0, deadline - time.time())))
+            self._sleep(min(0.2, max(0.0, deadline - time.monotonic())))
         if self.by_pid:
             logger.warning("SIGKILL to %d workers still running", len(self.by_pid))
             self._signal_all(signal.SIGKILL)
@@ -382,7 +388,7 @@ class Supervisor:
     # --- status -----------------------------------------------------------------------------------
 
     def _write_status_if_due(self) -> None:
-        if time.time() - self._last_status >= STATUS_INTERVAL:
+        if self._last_status is None or time.monotonic() - self._last_status >= STATUS_INTERVAL:
             self._write_status()
 
     def _beacon_record(self) -> dict[str, Any]:
@@ -393,13 +399,38 @@ class Supervisor:
                 "planned": self.plan.total, "states": states, "once": self.once,
                 "stopping": self.stopping, "data_dir": str(self.config.data_dir)}
 
-    def _write_status(self, force: bool = False) -> None:
-        from runner.status import write_runner_status
+    def _launch(self) -> RunnerLaunch:
+        return RunnerLaunch(command=self.command, cwd=os.getcwd(), config=self.config_path,
+                            once=self.once)
 
-        self._last_status = time.time()
+    def _write_launch(self) -> None:
+        try:
+            write_launch(self.layout.runner_launch, self._launch())
+        except OSError as exc:
+            logger.warning("cannot write %s: %s", self.layout.runner_launch, exc)
+
+    def status_record(self) -> StatusFile:
+        wall, mono = time.time(), time.monotonic()
+        launch = self._launch()
+        runner = RunnerRecord(
+            pid=os.getpid(), started_at=self.started_at, updated_at=wall,
+            updated_monotonic=mono, state="stopping" if self.stopping else "running",
+            command=launch.command, cwd=launch.cwd, config=launch.config,
+            data_dir=str(self.config.data_dir), plan=self.plan.describe(),
+            planned=self.plan.total, round_interval=self.config.round_interval,
+            once=self.once, memory_budget=self.guard.budget,
+            disk_full_since=self.disk_full_since,
+            # Distributed mode: which Redis (status connects with its own URL) and whether it
+            # answers.
+            redis_url=mask_url(self.redis_url) if self.redis_url else None,
+            redis=self.beacon.state if self.beacon else None)
+        return StatusFile(runner, [state.record(wall, mono) for state in self.slots])
+
+    def _write_status(self, force: bool = False) -> None:
+        self._last_status = time.monotonic()
         if self.beacon:
             self.beacon.beat(self._beacon_record(), force=force)
         try:
-            write_runner_status(self)
+            write_status(self.layout.status_file, self.status_record())
         except OSError as exc:
             logger.warning("cannot write status: %s", exc)

@@ -8,8 +8,11 @@ itself once ``data_dir`` has :data:`RESUME_FREE_BYTES` free again.
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 from pathlib import Path
+
+from scraper.statefile import open_private
 
 DISK_FULL_EXIT = 4
 """Exit status of ``scrapy crawl`` when the data disk is full."""
@@ -50,8 +53,7 @@ class DiskReserve:
         if self.path.exists() and self.path.stat().st_size >= self.SIZE:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "wb") as handle:
+            with os.fdopen(open_private(self.path, os.O_WRONLY | os.O_TRUNC), "wb") as handle:
                 handle.write(b"\0" * self.SIZE)  # real blocks, not a sparse hole
                 handle.flush()
         except OSError:

@@ -9,9 +9,15 @@
     {data_dir}/state/contenthash/{spider}-{i}of{N}.sqlite
     {data_dir}/state/locks/{spider}-{i}of{N}.lock               one process per spider-shard
     {data_dir}/state/workers/{spider}-{i}of{N}.json             a worker's live stats
-    {data_dir}/state/runner.pid, status.json                    the runner's
+    {data_dir}/state/runner.pid, status.json, runner-command.json  the runner's
+    {data_dir}/state/memory.json                                measured worker PSS (memory guard)
+    {data_dir}/state/disk-reserve                               ballast freed when the disk fills
+    {data_dir}/state/watchdog.lock, size_mark, size_mark.lock   the cron jobs'
+    {data_dir}/state/distributed/{spider}-{i}of{N}.pending.jsonl  Redis writes kept over a restart
     {data_dir}/state/budget.sqlite                              the shared GitHub budget
     {data_dir}/state/etags.sqlite                               GitHub API pages' last ETags
+
+Everything under ``state/`` is created private to the user (see :mod:`scraper.statefile`).
 """
 
 from __future__ import annotations
@@ -100,3 +106,30 @@ class DataLayout:
     @property
     def etags_db(self) -> Path:
         return self.state_dir / "etags.sqlite"
+
+    @property
+    def runner_launch(self) -> Path:
+        return self.state_dir / "runner-command.json"
+
+    @property
+    def memory_file(self) -> Path:
+        return self.state_dir / "memory.json"
+
+    @property
+    def disk_reserve(self) -> Path:
+        return self.state_dir / "disk-reserve"
+
+    @property
+    def watchdog_lock(self) -> Path:
+        return self.state_dir / "watchdog.lock"
+
+    @property
+    def size_mark(self) -> Path:
+        return self.state_dir / "size_mark"
+
+    @property
+    def size_mark_lock(self) -> Path:
+        return self.state_dir / "size_mark.lock"
+
+    def writebehind_spill(self, spider: str, shard: Shard) -> Path:
+        return self.state_dir / "distributed" / f"{worker_slug(spider, shard)}.pending.jsonl"

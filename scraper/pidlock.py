@@ -10,6 +10,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from scraper.statefile import open_private
+
 
 class PidLockHeld(Exception):
     """Another live process holds the lock; ``pid`` is what it wrote (None if unreadable)."""
@@ -22,8 +24,7 @@ class PidLockHeld(Exception):
 def acquire_pid_lock(path: Path) -> int:
     """Lock ``path`` for this process and write its pid there; the returned descriptor is the
     lock (closing it, or dying, releases it). Raises PidLockHeld."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_private(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -23,8 +23,8 @@ from typing import Any
 import psutil
 import pytest
 
+from runner.ops.restart import stop_runner
 from runner.pidfile import running_pid
-from runner.restart import stop_runner
 from scraper.layout import DataLayout
 from tests.support import REPO_ROOT, RUNNER, Collector, wait_for
 
@@ -261,7 +261,9 @@ def test_watchdog_stops_and_restarts_a_hung_runner(ops: Ops) -> None:
     first.send_signal(signal.SIGSTOP)  # hung: alive, holding its pidfile, writing nothing
     wait_for(lambda: psutil.Process(first.pid).status() == psutil.STATUS_STOPPED, 5, "SIGSTOP")
     status = ops.status()
+    # its age is judged on the monotonic clock the runner records beside the wall clock
     status["runner"]["updated_at"] = time.time() - 725
+    status["runner"]["updated_monotonic"] = time.monotonic() - 725
     ops.layout.status_file.write_text(json.dumps(status))
 
     result = ops.run("watchdog")
@@ -301,6 +303,46 @@ def test_stop_runner_sigkills_a_runner_that_ignores_sigterm(tmp_path: Path) -> N
         if stubborn.poll() is None:
             stubborn.kill()
         stubborn.communicate()
+
+
+@pytest.mark.parametrize("command", [
+    ["/bin/sh", "-c", "touch {pwned}"],
+    [sys.executable, "-c", "open({pwned!r}, 'w')"],
+    [sys.executable, "-m", "runner", "--workers", "1", "--spiders", "docs", "--evil={pwned}"],
+    [sys.executable, "-m", "runner", "watchdog"],
+], ids=["shell", "python-c", "unknown-option", "not-a-run"])
+def test_watchdog_starts_nothing_but_a_runner_run(collector: Collector, command: list[str]
+                                                  ) -> None:
+    collector.configure()
+    pwned = collector.home / "pwned"
+    layout = DataLayout(collector.data_dir)
+    layout.state_dir.mkdir(parents=True)
+    layout.status_file.write_text(json.dumps({"runner": {
+        "pid": 4242, "command": [arg.format(pwned=str(pwned)) for arg in command],
+        "cwd": str(collector.home), "planned": 1, "updated_at": time.time()}, "workers": []}))
+    result = collector.runner("watchdog")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "collector down: 0/1 workers (runner gone); restarting"
+    assert lines[1].startswith("collector restart failed: the recorded command line")
+    assert lines[1].endswith("not starting it") and len(lines) == 2
+    time.sleep(0.5)
+    assert not pwned.exists()
+
+
+@pytest.mark.timeout(90)
+def test_watchdog_restarts_a_dead_runner_whose_status_is_empty(ops: Ops) -> None:
+    first = ops.start_runner(workers=2)
+    workers = [w["pid"] for w in ops.status()["workers"] if w["pid"]]
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    wait_for(lambda: not any(psutil.pid_exists(p) for p in workers), 10, "workers to die with it")
+    ops.layout.status_file.write_text("")  # as a crash between create and write would leave it
+
+    result = ops.run("watchdog")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "collector restarted: 2 workers"
+    assert ops.runner_pid() not in (None, first.pid)
 
 
 def test_watchdog_without_any_runner_says_so_once(collector: Collector) -> None:

@@ -26,7 +26,6 @@ import socket
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -34,6 +33,7 @@ from redis.client import Pipeline
 from redis.retry import Retry
 
 from scraper.distributed import defaults
+from scraper.urlmask import mask_url
 
 logger = logging.getLogger("scraper.distributed")
 
@@ -42,21 +42,6 @@ _CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.Timeout
 
 class RedisUnavailable(redis.exceptions.ConnectionError):
     """Redis cannot be reached right now; try again after :meth:`RedisLink.wait_until_up`."""
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***``: safe for logs and status."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "redis://?"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, ""))
 
 
 class RedisLink:

@@ -26,7 +26,7 @@ QUICK_TIMEOUT = 1.0
 
 
 def mask(url: str) -> str:
-    from scraper.distributed.connection import mask_url
+    from scraper.urlmask import mask_url
 
     return mask_url(url)
 
@@ -55,7 +55,7 @@ class RunnerBeacon:
         self.host = socket.gethostname()
         self.state: dict[str, Any] = {"url": mask(url), "state": "unknown", "down_since": None,
                                       "error": None, "checked_at": None}
-        self._next = 0.0
+        self._next = 0.0  # time.monotonic() of the next beat
         self._backoff = defaults.RUNNER_BEAT_INTERVAL
 
     def key(self, pid: int) -> str:
@@ -63,8 +63,8 @@ class RunnerBeacon:
 
     def beat(self, record: dict[str, Any], force: bool = False) -> None:
         """Write the runner's record (rate-limited); never raises."""
-        now = time.time()
-        if not force and now < self._next:
+        now = time.time()  # stored and shown; the beat's pace is on the monotonic clock
+        if not force and time.monotonic() < self._next:
             return
         client = quick_client(self.url)
         try:
@@ -88,14 +88,14 @@ class RunnerBeacon:
             self._backoff = defaults.RUNNER_BEAT_INTERVAL
         else:
             self._backoff = min(60.0, self._backoff * 2)
-        self._next = now + min(self._backoff, 10.0)
+        self._next = time.monotonic() + min(self._backoff, 10.0)
 
     def _up(self, now: float) -> None:
         if self.state["state"] == "unreachable":
             logger.warning("Redis %s reachable again after %.0fs", self.state["url"],
                            now - (self.state["down_since"] or now))
         self.state.update(state="ok", down_since=None, error=None)
-        self._next = now + defaults.RUNNER_BEAT_INTERVAL
+        self._next = time.monotonic() + defaults.RUNNER_BEAT_INTERVAL
 
     def leave(self, pid: int) -> None:
         client = quick_client(self.url)

@@ -42,9 +42,8 @@ def write_behind(crawler: Crawler) -> WriteBehind:
         spider = crawler.spider
         assert spider is not None
         layout = DataLayout.from_settings(crawler.settings)
-        spill = (layout.state_dir / "distributed"
-                 / f"{worker_slug(spider.name, spider.shard)}.pending.jsonl")
-        writes = WriteBehind(get_link(crawler.settings["REDIS_URL"]), spill)
+        writes = WriteBehind(get_link(crawler.settings["REDIS_URL"]),
+                             layout.writebehind_spill(spider.name, spider.shard))
         setattr(crawler, _WRITES_ATTR, writes)
     return writes
 

@@ -1,18 +1,16 @@
 """A worker's live state for the runner's ``status``: ``state/workers/{spider}-{i}of{N}.json``.
 
-Written every ``WORKER_STATE_INTERVAL`` seconds and at close, by atomic replace, so a reader never
-sees half a file. Holds Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS)
-and the last error logged, the same whether the spider runs by hand or under the runner.
+Written every ``WORKER_STATE_INTERVAL`` seconds and at close as a
+:class:`scraper.statefile.WorkerRecord` (atomic replace: a reader never sees half a file). Holds
+Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS) and the last error
+logged, the same whether the spider runs by hand or under the runner.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
-from pathlib import Path
-from typing import Any
 
 import psutil
 from scrapy import signals
@@ -20,16 +18,9 @@ from scrapy.crawler import Crawler
 from twisted.internet import task
 
 from scraper.layout import DataLayout
+from scraper.statefile import WorkerRecord, write_worker
 
 MB = 1024 * 1024
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Replace ``path`` with ``data`` in one rename; readers see the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class LastErrorHandler(logging.Handler):
@@ -77,7 +68,7 @@ class WorkerState:
         self.write()
         logging.getLogger().removeHandler(self.errors)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> WorkerRecord:
         stats = self.crawler.stats.get_stats()
         spider = self.crawler.spider
         try:
@@ -85,25 +76,25 @@ class WorkerState:
             uss, pss = memory.uss, getattr(memory, "pss", memory.uss)
         except psutil.Error:
             uss = pss = 0
-        return {
-            "spider": spider.name,
-            "shard": str(spider.shard),
-            "pid": os.getpid(),
-            "started_at": self.started_at,
-            "updated_at": time.time(),
-            "finished": self.finished,
-            "items": stats.get("item_scraped_count", 0),
-            "dropped": stats.get("item_dropped_count", 0),
-            "pages": stats.get("response_received_count", 0),
-            "errors": stats.get("log_count/ERROR", 0),
-            "last_error": self.errors.last,
-            "uss_mb": round(uss / MB, 1),
-            "pss_mb": round(pss / MB, 1),
-            "stats": {k: v for k, v in stats.items() if isinstance(v, int | float | str)},
-        }
+        return WorkerRecord(
+            spider=spider.name,
+            shard=str(spider.shard),
+            pid=os.getpid(),
+            started_at=self.started_at,
+            updated_at=time.time(),
+            finished=self.finished,
+            items=stats.get("item_scraped_count", 0),
+            dropped=stats.get("item_dropped_count", 0),
+            pages=stats.get("response_received_count", 0),
+            errors=stats.get("log_count/ERROR", 0),
+            last_error=self.errors.last,
+            uss_mb=round(uss / MB, 1),
+            pss_mb=round(pss / MB, 1),
+            stats={k: v for k, v in stats.items() if isinstance(v, int | float | str)},
+        )
 
     def write(self) -> None:
         try:
-            write_json_atomic(self.path, self.snapshot())
+            write_worker(self.path, self.snapshot())
         except OSError as exc:  # a full disk must not take the crawl down with it
             logging.getLogger(__name__).warning("cannot write %s: %s", self.path, exc)

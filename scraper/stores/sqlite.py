@@ -16,6 +16,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from scraper.statefile import create_private
+
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 30_000
@@ -32,7 +34,6 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
     ``kind`` and ``version`` are recorded in the file (``application_id`` is not portable
     across tools, so a small ``meta`` table holds them); ``schema`` is idempotent DDL.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         return _connect(path, kind, version, schema)
     except sqlite3.OperationalError:
@@ -45,6 +46,8 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
 
 
 def _connect(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connection:
+    if str(path) != ":memory:":
+        create_private(path)  # SQLite gives its -wal and -shm files the database's mode
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                            check_same_thread=False)
     try:

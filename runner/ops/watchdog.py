@@ -9,8 +9,9 @@ runner, or ``sleeping`` with its next round not overdue. The collector is down w
 gone, when fewer than N slots are healthy (default: all the plan's), or when the status is stale
 (not written for 3 × ``round_interval`` + 60 s: the runner's loop writes it every 2 s, so it is
 hung). A live runner is stopped first (SIGTERM, SIGKILL after ``stop_timeout`` + 5 s), then the
-command line recorded in the status is started again in its own session, in its recorded
-directory, with its output appended to ``logs/runner.log``. Exactly two lines are printed::
+command line recorded in ``state/runner-command.json`` (only ever a ``python -m runner`` run, see
+:mod:`runner.ops.restart`) is started again in its own session, in its recorded directory, with
+its output appended to ``logs/runner.log``. Exactly two lines are printed::
 
     collector down: 12/20 workers (runner pid 4242 alive); restarting
     collector restarted: 20 workers
@@ -21,36 +22,31 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from collections.abc import Callable
-from typing import Any
 
-from runner.argtypes import positive_int
-from runner.health import CONFIRM_TIMEOUT, assess, next_status
-from runner.joblock import exclusive_or_skip
-from runner.notify import log_to_runner_log, say
-from runner.pidfile import running_pid
-from runner.restart import (
+from runner.argtypes import add_min_workers
+from runner.ops.health import CONFIRM_TIMEOUT, Clocks, Verdict, assess, next_status
+from runner.ops.joblock import exclusive_or_skip
+from runner.ops.notify import log_to_runner_log, say
+from runner.ops.restart import (
     RestartFailed,
     runner_environment,
     start_detached,
     stop_runner,
     wait_until_up,
 )
+from runner.pidfile import running_pid
+from runner.usage import PROG, TROUBLE, usage_error
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
-
-PROG = "python -m runner"
-USAGE_ERROR = 2
-TROUBLE = 1
+from scraper.statefile import RunnerLaunch, StatusFile, read_launch, read_status
 
 
 def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
     parser.description = "Print nothing while the collector is healthy; else restart it."
     add_config_option(parser)
-    parser.add_argument("--min-workers", type=positive_int, metavar="N",
-                        help="healthy worker slots required (default: all the plan's)")
+    add_min_workers(parser, "healthy worker slots required (default: all the plan's)")
     parser.set_defaults(handler=cmd_watchdog)
 
 
@@ -58,58 +54,72 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
-    from runner.status import read_json
-
     layout = DataLayout(config.data_dir)
-    if not layout.status_file.exists():
-        print(f"no runner has ever run on {config.data_dir} (no {layout.status_file.name}), so "
-              f"the watchdog cannot know its command line: start it once with "
-              f"'{PROG} --workers N'")
-        return TROUBLE
-    status = read_json(layout.status_file)
-    if not isinstance(status, dict) or not isinstance(status.get("runner"), dict):
-        print(f"{PROG}: watchdog: cannot read {layout.status_file}", file=sys.stderr)
-        return USAGE_ERROR
+    status = read_status(layout.status_file)
+    # How to start the runner again: its own record, else (a runner older than that record)
+    # the status; a damaged status.json must not stop the restart of a dead runner.
+    launch = read_launch(layout.runner_launch) or (
+        status.runner.launch() if status is not None and status.runner.command else None)
+    if launch is None:
+        if not layout.status_file.exists():
+            print(f"no runner has ever run on {config.data_dir} (no {layout.status_file.name}), "
+                  f"so the watchdog cannot know its command line: start it once with "
+                  f"'{PROG} --workers N'")
+            return TROUBLE
+        return usage_error(f"watchdog: cannot read {layout.status_file}")
     try:
-        with exclusive_or_skip(layout.state_dir / "watchdog.lock") as mine:
+        with exclusive_or_skip(layout.watchdog_lock) as mine:
             if not mine:
                 return 0  # another watchdog run is on it
-            return _check(status, layout, config, args.min_workers)
+            return _check(status, launch, layout, config, args.min_workers)
     except OSError as exc:
-        print(f"{PROG}: watchdog: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        return usage_error(f"watchdog: {exc}")
 
 
-def _check(status: dict[str, Any], layout: DataLayout, config: CollectorConfig,
-           min_workers: int | None) -> int:
-    runner = status["runner"]
+def _check(status: StatusFile | None, launch: RunnerLaunch, layout: DataLayout,
+           config: CollectorConfig, min_workers: int | None) -> int:
     lock_pid = running_pid(layout.runner_pidfile)
-    if runner.get("once"):
+    if launch.once:
         if lock_pid is not None:
             return 0  # a one-off round: not the watchdog's to judge
         print(f"the last runner on {config.data_dir} was a --once run, which the watchdog does "
               f"not restart: start the collector with '{PROG} --workers N'")
         return TROUBLE
-    verdict = assess(status, lock_pid, min_workers, time.time())
+    if status is None:
+        if lock_pid is not None:
+            # Alive, so it rewrites the file every 2 s: judge it on the next one.
+            status = next_status(layout, StatusFile(), CONFIRM_TIMEOUT)
+            if status.runner.pid is None:
+                print(f"{PROG}: watchdog: runner pid {lock_pid} is alive but "
+                      f"{layout.status_file} is unreadable", file=sys.stderr)
+                return TROUBLE
+        else:
+            status = StatusFile()
+    verdict = assess(status, lock_pid, min_workers, Clocks.now())
     if verdict.kind == "degraded":
         # Confirm on the next status the runner writes (every 2 s). Until then a worker that has
         # just ended is still "running" with a pid that is gone, and one that crashed is being
         # restarted by the runner: neither is a reason to restart everything.
         status = next_status(layout, status, CONFIRM_TIMEOUT)
-        verdict = assess(status, running_pid(layout.runner_pidfile), min_workers, time.time(),
+        verdict = assess(status, running_pid(layout.runner_pidfile), min_workers, Clocks.now(),
                          earlier=verdict.problems)
     if verdict.ok:
         return 0
+    return _restart(verdict, launch, layout, config, min_workers)
+
+
+def _restart(verdict: Verdict, launch: RunnerLaunch, layout: DataLayout,
+             config: CollectorConfig, min_workers: int | None) -> int:
     line = verdict.down_line()
     say(config, line)
     log_to_runner_log(layout, "runner.watchdog", logging.WARNING,
-                      f"{line}: {' '.join(runner.get('command') or [])}")
+                      f"{line}: {' '.join(launch.command)}")
     try:
         environ = None
         if verdict.runner_pid is not None:
             environ = runner_environment(verdict.runner_pid)
             stop_runner(verdict.runner_pid, layout, config.stop_timeout)
-        process = start_detached(runner, layout, environ)
+        process = start_detached(launch, layout, environ, [config.redis_url])
         healthy = wait_until_up(process, layout, min_workers)
     except RestartFailed as exc:
         line = f"collector restart failed: {exc}"

@@ -21,14 +21,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.argtypes import positive_int, size_text
+from runner.argtypes import add_min_workers, size_text
+from runner.usage import PROG, usage_error
 from scraper.config import CONFIG_ENV, CollectorConfig, resolve_config_path
 
-PROG = "python -m runner"
 BEGIN = "# >>> hubcollect >>>"
 END = "# <<< hubcollect <<<"
 SCHEDULE = "*/5 * * * *"
-SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "scripts"
 
 
 class CronError(Exception):
@@ -39,8 +39,7 @@ def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
     parser.description = "Add or update the watchdog and size-monitor lines in the crontab."
     add_config_option(parser)
-    parser.add_argument("--min-workers", type=positive_int, metavar="N",
-                        help="passed to the watchdog (default: all the plan's workers)")
+    add_min_workers(parser, "passed to the watchdog (default: all the plan's workers)")
     parser.add_argument("--every", type=size_text, default="100MB", metavar="SIZE",
                         help="size-monitor step (default 100MB)")
     parser.add_argument("--target", type=size_text, metavar="SIZE",
@@ -75,8 +74,7 @@ def cmd_install_cron(args: argparse.Namespace, config: CollectorConfig) -> int:
         else:
             _write_crontab(updated)
     except CronError as exc:
-        print(f"{PROG}: install-cron: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(f"install-cron: {exc}")
     jobs = "size monitor" if args.no_watchdog else "watchdog and size monitor"
     print(f"{where}: hubcollect {jobs} every 5 minutes")
     return 0

@@ -13,12 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from scraper.statefile import open_private
+
 
 @contextmanager
 def exclusive_or_skip(path: Path) -> Iterator[bool]:
     """Yields True while holding the lock on ``path``, False when another process holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_private(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -5,6 +5,10 @@ live child of the runner, or ``sleeping`` with its next round not overdue. The c
 when the runner is gone, when fewer than the required slots are healthy, or when the status is
 stale: the runner's loop writes it every 2 s, so a status not written for 3 × ``round_interval``
 + 60 s means a hung runner.
+
+Ages and due times are judged on ``time.monotonic()`` (the runner records it beside the wall
+clock; it is one clock for every process since boot), so a clock stepped forward cannot make a
+healthy runner look hung, nor a clock stepped back hide a hung one.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import psutil
 
 from scraper.layout import DataLayout
+from scraper.statefile import SlotRecord, StatusFile, read_status
 
 STALE_ROUNDS = 3
 STALE_SLACK = 60.0
@@ -24,8 +29,6 @@ SLEEP_GRACE = 60.0
 """A sleeping slot may be this late for its next round (a fork waits while memory is low)."""
 STARTUP_GRACE = 60.0
 """A runner this young may not have written its first status yet."""
-UP_TIMEOUT = 60.0
-"""How long a restarted runner has to hold its pidfile and show its workers running."""
 CONFIRM_TIMEOUT = 5.0
 """Missing workers are confirmed on a later status; the runner writes one every 2 s."""
 
@@ -52,25 +55,47 @@ class Verdict:
                 "restarting")
 
 
-def slot_problems(workers: list[dict[str, Any]], runner_pid: int | None, now: float) -> Problems:
+@dataclass(frozen=True, slots=True)
+class Clocks:
+    """Now, on both clocks: wall for what status.json shows, monotonic for judging."""
+
+    wall: float
+    mono: float
+
+    @classmethod
+    def now(cls) -> Clocks:
+        return cls(time.time(), time.monotonic())
+
+    def until(self, wall: float | None, mono: float | None) -> float | None:
+        """Seconds from now to a time recorded on both clocks (monotonic when it was)."""
+        if mono is not None:
+            return mono - self.mono
+        return wall - self.wall if wall is not None else None
+
+    def since(self, wall: float | None, mono: float | None) -> float:
+        left = self.until(wall or 0.0, mono)
+        return -left if left is not None else float("inf")
+
+
+def slot_problems(workers: list[SlotRecord], runner_pid: int | None, now: Clocks) -> Problems:
     """Slots not running as a live child of ``runner_pid`` nor sleeping with the next round due."""
     children = _live_children(runner_pid) if runner_pid else set()
     problems: Problems = {}
     for slot in workers:
-        state, pid, slug = slot.get("state"), slot.get("pid"), str(slot.get("slug"))
-        if state == "running":
-            if pid not in children:
-                problems[slug] = ("running", pid)
-        elif state == "sleeping":
-            next_at = slot.get("next_round_at")
-            if not (isinstance(next_at, int | float) and next_at + SLEEP_GRACE >= now):
-                problems[slug] = ("sleeping overdue",)
+        if slot.state == "running":
+            if slot.pid not in children:
+                problems[slot.slug] = ("running", slot.pid)
+        elif slot.state == "sleeping":
+            due_in = now.until(slot.next_round_at, slot.next_round_monotonic)
+            if due_in is None or due_in + SLEEP_GRACE < 0:
+                problems[slot.slug] = ("sleeping overdue",)
         else:
-            problems[slug] = (state,)  # starting, restarting (crashed), failed, stopped, done
+            # starting, restarting (crashed), failed, stopped, done
+            problems[slot.slug] = (slot.state,)
     return problems
 
 
-def healthy_slots(workers: list[dict[str, Any]], runner_pid: int | None, now: float) -> int:
+def healthy_slots(workers: list[SlotRecord], runner_pid: int | None, now: Clocks) -> int:
     return len(workers) - len(slot_problems(workers, runner_pid, now))
 
 
@@ -89,20 +114,19 @@ def _live_children(pid: int) -> set[int]:
     return alive
 
 
-def assess(status: dict[str, Any], lock_pid: int | None, min_workers: int | None, now: float,
+def assess(status: StatusFile, lock_pid: int | None, min_workers: int | None, now: Clocks,
            earlier: Problems | None = None) -> Verdict:
     """What to do about the runner; ``earlier`` holds the problems seen in an older status."""
-    runner = status.get("runner") or {}
-    workers = status.get("workers") or []
-    planned = int(runner.get("planned") or len(workers))
+    runner, workers = status.runner, status.workers
+    planned = runner.planned or len(workers)
     # More than the plan can never be healthy: the plan is the most anyone can ask for.
     required = min(min_workers or planned, planned)
     if lock_pid is None:
         return Verdict("gone", 0, planned, None, "runner gone")
-    age = now - float(runner.get("updated_at") or 0)
-    if runner.get("pid") != lock_pid:
+    age = now.since(runner.updated_at, runner.updated_monotonic)
+    if runner.pid != lock_pid:
         # The status is an earlier runner's: this one has not written its own yet.
-        if _process_age(lock_pid, now) < STARTUP_GRACE:
+        if _process_age(lock_pid, now.wall) < STARTUP_GRACE:
             return Verdict("starting", 0, planned, lock_pid)
         return Verdict("stale", 0, planned, lock_pid, f"status stale {_age(age)}")
     problems = slot_problems(workers, lock_pid, now)
@@ -113,10 +137,9 @@ def assess(status: dict[str, Any], lock_pid: int | None, min_workers: int | None
         problems = {slug: problem for slug, problem in problems.items() if slug in earlier
                     and (problem[0] != "running" or earlier[slug] == problem)}
     healthy = len(workers) - len(problems)
-    interval = float(runner.get("round_interval") or 0)
-    if age > STALE_ROUNDS * interval + STALE_SLACK:
+    if age > STALE_ROUNDS * runner.round_interval + STALE_SLACK:
         return Verdict("stale", healthy, planned, lock_pid, f"status stale {_age(age)}")
-    if runner.get("state") == "stopping":
+    if runner.state == "stopping":
         return Verdict("stopping", healthy, planned, lock_pid)  # someone is stopping it
     if healthy < required:
         return Verdict("degraded", healthy, planned, lock_pid, f"runner pid {lock_pid} alive",
@@ -124,17 +147,15 @@ def assess(status: dict[str, Any], lock_pid: int | None, min_workers: int | None
     return Verdict("healthy", healthy, planned, lock_pid)
 
 
-def next_status(layout: DataLayout, status: dict[str, Any], timeout: float) -> dict[str, Any]:
+def next_status(layout: DataLayout, status: StatusFile, timeout: float) -> StatusFile:
     """The first status.json written after ``status``, or the latest one after ``timeout``."""
-    from runner.status import read_json
-
-    written = (status.get("runner") or {}).get("updated_at")
+    written = status.runner.updated_at
     deadline = time.monotonic() + timeout
     latest = status
     while time.monotonic() < deadline:
         time.sleep(0.2)
-        latest = read_json(layout.status_file) or latest
-        if (latest.get("runner") or {}).get("updated_at") != written:
+        latest = read_status(layout.status_file) or latest
+        if latest.runner.updated_at != written:
             break
     return latest
 

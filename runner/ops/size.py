@@ -17,18 +17,18 @@ removed. Items are never pruned: they are the product.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from runner.argtypes import size_bytes
-from runner.joblock import exclusive_or_skip
-from runner.notify import say
+from runner.ops.joblock import exclusive_or_skip
+from runner.ops.notify import say
+from runner.usage import usage_error
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
+from scraper.statefile import write_atomic
 from scraper.units import format_size
 
 ROTATED_LOG = re.compile(r"\.log\.\d+$")
@@ -50,16 +50,14 @@ def cmd_size(args: argparse.Namespace, config: CollectorConfig) -> int:
     remove_old_rotated_logs(layout.logs_dir, config.logs_keep_days)
     if not layout.root.is_dir():
         return 0  # nothing collected yet: nothing to say
-    mark_file = layout.state_dir / "size_mark"
+    mark_file = layout.size_mark
     try:
-        with exclusive_or_skip(mark_file.with_name("size_mark.lock")) as locked:
+        with exclusive_or_skip(layout.size_mark_lock) as locked:
             if not locked:
                 return 0  # another run is measuring right now and will speak if needed
             line = check_milestone(layout.root, mark_file, args.every, args.target)
     except OSError as exc:
-        print(f"python -m runner: size: cannot keep the mark in {mark_file}: {exc.strerror}",
-              file=sys.stderr)
-        return 2
+        return usage_error(f"size: cannot keep the mark in {mark_file}: {exc.strerror}")
     if line:
         say(config, line)
     return 0
@@ -98,10 +96,7 @@ def read_mark(path: Path) -> int:
 
 
 def write_mark(path: Path, mark: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(f"{mark}\n", encoding="ascii")
-    tmp.replace(path)
+    write_atomic(path, f"{mark}\n")
 
 
 def remove_old_rotated_logs(logs_dir: Path, keep_days: int, now: float | None = None) -> int:

@@ -3,6 +3,12 @@
 The restarted runner must outlive the cron job that starts it and must not hold cron's pipe
 (cron waits for EOF on a job's stdout before it mails), so it gets its own session, /dev/null
 for input and ``logs/runner.log`` for output.
+
+Only a ``python -m runner`` run is ever started, with this process's own interpreter: the
+recorded command line must be ``… -m runner`` followed by options the runner's own parser
+accepts for ``run``, so whoever can write ``state/`` cannot make the watchdog run anything else.
+The Redis password is never recorded (``redis://:***@host``); it is taken back from
+``$COLLECTOR_REDIS_URL`` or the config's ``redis_url`` when one of them masks to the same URL.
 """
 
 from __future__ import annotations
@@ -12,17 +18,20 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import psutil
 
-from runner.health import healthy_slots
-from runner.notify import log_to_runner_log
+from runner.ops.health import Clocks, healthy_slots
+from runner.ops.notify import log_to_runner_log
 from runner.pidfile import running_pid
 from scraper.config import CONFIG_ENV
 from scraper.layout import DataLayout
+from scraper.statefile import RunnerLaunch, read_status
+from scraper.urlmask import is_masked, mask_url
 
 UP_TIMEOUT = 60.0
 """How long a restarted runner has to hold its pidfile and show its workers running."""
@@ -89,23 +98,55 @@ def runner_environment(pid: int) -> dict[str, str] | None:
         return None
 
 
-def start_detached(runner: dict[str, Any], layout: DataLayout,
-                   environ: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """The recorded command in its recorded directory, in a new session, output to runner.log.
+def runner_command(recorded: list[str], redis_urls: Iterable[str | None] = ()) -> list[str]:
+    """``[this python, -m, runner, options…]`` from a recorded command line, its masked Redis
+    password restored from ``redis_urls``; RestartFailed when it is not a runner's ``run``."""
+    from runner.cli import parse_run_options
+    from runner.usage import UsageError
+
+    if len(recorded) < 3 or recorded[1:3] != ["-m", "runner"]:
+        raise RestartFailed(f"the recorded command line {' '.join(recorded[:3])!r}… is not "
+                            "'python -m runner …': not starting it")
+    options = [_unmask(arg, redis_urls) for arg in recorded[3:]]
+    try:
+        parse_run_options(options)
+    except UsageError as exc:
+        raise RestartFailed(f"the recorded command line is not a runner run ({exc}): "
+                            "not starting it") from None
+    return [sys.executable, "-m", "runner", *options]
+
+
+def _unmask(arg: str, redis_urls: Iterable[str | None]) -> str:
+    option, sep, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    if not is_masked(value):
+        return arg
+    for url in redis_urls:
+        if url and mask_url(url) == value:
+            return f"{option}{sep}{url}"
+    raise RestartFailed(f"the runner's Redis URL {value} had a password, which is never "
+                        "recorded: set $COLLECTOR_REDIS_URL or redis_url in the config")
+
+
+def start_detached(launch: RunnerLaunch, layout: DataLayout,
+                   environ: dict[str, str] | None = None,
+                   redis_urls: Iterable[str | None] = ()) -> subprocess.Popen[bytes]:
+    """The recorded run in its recorded directory, in a new session, output to runner.log.
 
     ``environ`` is the old runner's environment when it could still be read; else this
     process's, which under cron is bare: a token must then reach cron (docs/operations.md).
     """
-    command = runner.get("command")
-    cwd = runner.get("cwd")
-    if not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
-        raise RestartFailed("status.json records no command line to restart")
-    if not isinstance(cwd, str) or not Path(cwd).is_dir():
+    from scraper.distributed.keys import REDIS_URL_ENV
+
+    if not launch.command:
+        raise RestartFailed("no command line to restart is recorded")
+    cwd = launch.cwd
+    if cwd is None or not Path(cwd).is_dir():
         raise RestartFailed(f"the runner's directory {cwd!r} is gone")
     env = dict(environ or os.environ)
-    if runner.get("config"):
+    command = runner_command(launch.command, [env.get(REDIS_URL_ENV), *redis_urls])
+    if launch.config:
         # The file the runner really read, even if it found it as ./collector.yaml.
-        env[CONFIG_ENV] = str(runner["config"])
+        env[CONFIG_ENV] = launch.config
     layout.logs_dir.mkdir(parents=True, exist_ok=True)
     try:
         with open(layout.runner_log, "ab") as log:
@@ -119,20 +160,18 @@ def start_detached(runner: dict[str, Any], layout: DataLayout,
 def wait_until_up(process: subprocess.Popen[bytes], layout: DataLayout,
                   min_workers: int | None) -> int:
     """Healthy slots once the new runner holds its pidfile and its status shows them running."""
-    from runner.status import read_json
-
     deadline = time.monotonic() + UP_TIMEOUT
     healthy = planned = 0
     while time.monotonic() < deadline:
         code = process.poll()
         if code is not None:
             raise RestartFailed(f"the runner exited with status {code}; see {layout.runner_log}")
-        status = read_json(layout.status_file) or {}
-        runner = status.get("runner") or {}
-        if running_pid(layout.runner_pidfile) == process.pid and runner.get("pid") == process.pid:
-            workers = status.get("workers") or []
-            planned = int(runner.get("planned") or len(workers))
-            healthy = healthy_slots(workers, process.pid, time.time())
+        status = read_status(layout.status_file)
+        if (status is not None and running_pid(layout.runner_pidfile) == process.pid
+                and status.runner.pid == process.pid):
+            workers = status.workers
+            planned = status.runner.planned or len(workers)
+            healthy = healthy_slots(workers, process.pid, Clocks.now())
             if healthy >= min(min_workers or planned, planned):
                 return healthy
         time.sleep(0.2)

@@ -1,0 +1,270 @@
+"""The collector's state files under ``data_dir/state/``: their shapes, and how they are written.
+
+``status.json`` (the runner's plan and slots), ``runner-command.json`` (how the runner was
+started, for the watchdog) and ``workers/{spider}-{i}of{N}.json`` (a worker's live stats) are
+versioned dataclasses, written and read only here, so writer and readers cannot drift apart.
+
+Every state file is written by atomic replace after an ``fsync``: a reader, or the watchdog after
+a power cut, sees the old file or the new one, never an empty or half one. Files are created
+``0600`` and directories ``0700``: state holds the runner's command line and the workers' last
+errors, which are nobody else's business (:func:`private_dirs`, :func:`open_private`).
+
+Times are stored twice where a reader must judge an age: wall clock to show, and
+``time.monotonic()`` (one clock for every process since boot) to judge, so a clock stepped back
+or forward cannot make a healthy runner look hung.
+
+Reading is lenient: a field of the wrong type, or missing (a file from an older version), takes
+its default; a file that is not a JSON object reads as ``None``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+STATE_VERSION = 1
+"""Bumped when a field changes meaning; readers of an older file get defaults for new fields."""
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+# --- private files and directories ---------------------------------------------------------------
+
+
+def private_dirs(path: Path) -> None:
+    """Create ``path`` and its missing parents, each ``0700``; existing ones are left alone."""
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+            os.mkdir(directory, DIR_MODE)
+
+
+def open_private(path: Path, flags: int = os.O_RDWR) -> int:
+    """``os.open`` that creates ``path`` (and its directories) private to this user."""
+    private_dirs(path.parent)
+    return os.open(path, flags | os.O_CREAT, FILE_MODE)
+
+
+def create_private(path: Path) -> None:
+    """Make sure ``path`` exists, created ``0600``: for files another library then opens
+    (SQLite keeps the mode of an existing database for its ``-wal`` and ``-shm`` files)."""
+    os.close(open_private(path, os.O_RDONLY))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename, after an fsync: the old file or the new."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_TRUNC)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    write_atomic(path, json.dumps(data, indent=1, default=str))
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --- the records --------------------------------------------------------------------------------
+
+
+@dataclass
+class WorkerRecord:
+    """``state/workers/{spider}-{i}of{N}.json``: written by the worker's ``WorkerState``."""
+
+    spider: str = ""
+    shard: str = ""
+    pid: int | None = None
+    started_at: float = 0.0
+    updated_at: float = 0.0
+    finished: str | None = None  # the finish reason, once the round has closed
+    items: int = 0
+    dropped: int = 0
+    pages: int = 0
+    errors: int = 0
+    last_error: str | None = None
+    uss_mb: float = 0.0
+    pss_mb: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)  # Scrapy's stats, scalars only
+    version: int = STATE_VERSION
+
+    def is_round_of(self, round_pid: int | None) -> bool:
+        """Written by the worker of the round whose process is ``round_pid``, not by an earlier
+        round's: the pid, not a timestamp, so a clock stepped back cannot mistake one for the
+        other."""
+        return round_pid is not None and self.pid == round_pid
+
+
+@dataclass
+class RunnerLaunch:
+    """How the runner was started: what the watchdog needs to start it again.
+
+    Kept in its own ``state/runner-command.json``, written once at start, so that a damaged
+    ``status.json`` cannot stop the watchdog from restarting a dead runner."""
+
+    command: list[str] = field(default_factory=list)  # Redis password masked
+    cwd: str | None = None
+    config: str | None = None  # the file the runner read, even when found as ./collector.yaml
+    once: bool = False
+    version: int = STATE_VERSION
+
+
+@dataclass
+class RunnerRecord:
+    """The ``runner`` object of ``status.json``."""
+
+    pid: int | None = None
+    started_at: float = 0.0
+    updated_at: float = 0.0  # wall clock, shown
+    updated_monotonic: float | None = None  # time.monotonic(): how old it is, whatever the clock
+    state: str = ""  # running / stopping
+    command: list[str] = field(default_factory=list)  # Redis password masked
+    cwd: str | None = None
+    config: str | None = None
+    data_dir: str = ""
+    plan: str = ""
+    planned: int = 0
+    round_interval: float = 0.0
+    once: bool = False
+    memory_budget: int | None = None
+    disk_full_since: float | None = None
+    redis_url: str | None = None  # password masked
+    redis: dict[str, Any] | None = None  # the Redis beacon's state, when distributed
+
+    def launch(self) -> RunnerLaunch:
+        return RunnerLaunch(self.command, self.cwd, self.config, self.once)
+
+
+@dataclass
+class SlotRecord:
+    """One planned worker in ``status.json``'s ``workers`` list."""
+
+    spider: str = ""
+    shard: str = ""
+    slug: str = ""
+    state: str = ""  # starting / running / sleeping / restarting / disk_full / failed / done
+    pid: int | None = None  # the running worker
+    round_pid: int | None = None  # the latest round's worker, running or not
+    rounds: int = 0
+    failures: int = 0
+    restarts: int = 0
+    next_round_at: float | None = None  # wall clock, shown
+    next_round_monotonic: float | None = None  # time.monotonic(): when it is due
+    round_started_at: float | None = None
+    last_exit: str | None = None
+    last_error: str | None = None
+    items_total: int = 0
+
+
+@dataclass
+class StatusFile:
+    """``state/status.json``: written by the runner every ``STATUS_INTERVAL`` seconds."""
+
+    runner: RunnerRecord = field(default_factory=RunnerRecord)
+    workers: list[SlotRecord] = field(default_factory=list)
+    version: int = STATE_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StatusFile:
+        runner = data.get("runner")
+        workers = data.get("workers")
+        return cls(
+            from_dict(RunnerRecord, runner if isinstance(runner, dict) else {}),
+            [from_dict(SlotRecord, w) for w in (workers if isinstance(workers, list) else [])
+             if isinstance(w, dict)],
+            _int_or(data.get("version"), 0))
+
+
+# --- reading and writing ------------------------------------------------------------------------
+
+
+def read_status(path: Path) -> StatusFile | None:
+    data = read_json(path)
+    return StatusFile.from_dict(data) if data is not None else None
+
+
+def write_status(path: Path, status: StatusFile) -> None:
+    write_json_atomic(path, status.to_dict())
+
+
+def read_worker(path: Path) -> WorkerRecord | None:
+    data = read_json(path)
+    return from_dict(WorkerRecord, data) if data is not None else None
+
+
+def write_worker(path: Path, record: WorkerRecord) -> None:
+    write_json_atomic(path, asdict(record))
+
+
+def read_launch(path: Path) -> RunnerLaunch | None:
+    data = read_json(path)
+    return from_dict(RunnerLaunch, data) if data is not None else None
+
+
+def write_launch(path: Path, launch: RunnerLaunch) -> None:
+    write_json_atomic(path, asdict(launch))
+
+
+Record = TypeVar("Record")
+
+
+def from_dict(cls: type[Record], data: dict[str, Any]) -> Record:
+    """``cls`` from ``data``: known fields of the right type, defaults for the rest."""
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name in data and _fits(data[f.name], hints[f.name]):
+            values[f.name] = data[f.name]
+    return cls(**values)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _int_or(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
