@@ -44,7 +44,9 @@ from benchmarks.common import (
 )
 from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
 
-MODES = ("ours", "predecessor", "autothrottle")
+MODES = ("ours", "ours-unconfigured-window", "predecessor", "autothrottle")
+"""``ours-unconfigured-window``: the config gives the limit only; the window is learned from
+the headers (the default guess is GitHub's 60 s search window)."""
 PREDECESSOR_SPACING = 2.0  # seconds between one process's requests, against GitHub's minute
 GITHUB_SEARCH_WINDOW = 60.0
 
@@ -66,7 +68,7 @@ SCALES = {
 
 def mode_settings(mode: str, scale: Scale) -> dict[str, Any]:
     """The search spider's settings for one contender (everything else is the project's)."""
-    if mode == "ours":
+    if mode in ("ours", "ours-unconfigured-window"):
         return {}
     if mode == "predecessor":
         return {"BUDGET_ENABLED": False, "AUTOTHROTTLE_ENABLED": False,
@@ -86,7 +88,9 @@ def write_config(home: Path, fake: FakeServer, scale: Scale, mode: str) -> Path:
         "stop_timeout": 10,
         "github": {"web_url": fake.url("web"), "api_url": fake.url("api"),
                    "web_min_interval": 0,
-                   "limits": {"search": {"limit": scale.limit, "window": scale.window}}},
+                   "limits": {"search": {"limit": scale.limit, "window": (
+                       GITHUB_SEARCH_WINDOW if mode == "ours-unconfigured-window"
+                       else scale.window)}}},
         "spiders": {
             "search": {"weight": 1, "queries": queries, "per_page": 10,
                        "settings": mode_settings(mode, scale)},

@@ -146,6 +146,29 @@ def test_stale_and_newer_windows(tmp_path: Path) -> None:
     assert next(r for r in store.buckets() if r["resource"] == "search")["remaining"] == 8
 
 
+def test_window_length_is_learned_from_the_reset_jump(tmp_path: Path) -> None:
+    """A server whose windows are shorter than the configured guess (GitHub Enterprise Server,
+    a test server) is paced by the window its x-ratelimit-reset shows, in every process."""
+    clock = Clock()
+    store = make_store(tmp_path, clock)
+    store.define(SEARCH, BucketSpec(10, 60.0))  # the configured guess: a minute
+    ticket, _ = send(store, clock)
+    first_reset = math.ceil(clock.now + 3)
+    store.complete(ticket, SEARCH, rate(9, first_reset))
+    assert next(r for r in store.buckets() if r["resource"] == "search")["window_s"] == 60.0
+    clock.now = first_reset + 0.2
+    store.complete(None, SEARCH, rate(9, first_reset + 4))  # the next window: a 4 s jump
+    clock.now = first_reset + 1.0
+    store.complete(None, SEARCH, rate(9, first_reset + 3))  # a late answer: not a jump
+    other = make_store(tmp_path, clock, pid=2)  # another worker, same configured guess
+    other.define(SEARCH, BucketSpec(10, 60.0))
+    other.reserve(SEARCH)
+    assert next(r for r in other.buckets() if r["resource"] == "search")["window_s"] == 4.0
+    clock.now = first_reset + 10  # idle: a longer jump says nothing shorter
+    other.complete(None, SEARCH, rate(9, first_reset + 15))
+    assert next(r for r in other.buckets() if r["resource"] == "search")["window_s"] == 4.0
+
+
 def test_304_costs_nothing(tmp_path: Path) -> None:
     clock = Clock()
     store = make_store(tmp_path, clock)

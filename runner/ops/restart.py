@@ -28,7 +28,7 @@ import psutil
 from runner.ops.health import Clocks, healthy_slots
 from runner.ops.notify import log_to_runner_log
 from runner.pidfile import running_pid
-from scraper.config import CONFIG_ENV
+from scraper.config import CONFIG_ENV, REDIS_URL_ENV
 from scraper.layout import DataLayout
 from scraper.statefile import RunnerLaunch, read_status
 from scraper.urlmask import is_masked, mask_url
@@ -135,8 +135,6 @@ def start_detached(launch: RunnerLaunch, layout: DataLayout,
     ``environ`` is the old runner's environment when it could still be read; else this
     process's, which under cron is bare: a token must then reach cron (docs/operations.md).
     """
-    from scraper.distributed.keys import REDIS_URL_ENV
-
     if not launch.command:
         raise RestartFailed("no command line to restart is recorded")
     cwd = launch.cwd

@@ -73,6 +73,12 @@ CREATE TABLE IF NOT EXISTS tickets (
     sent_at REAL                      -- NULL: booked, waiting; else sent, not yet answered
 );
 CREATE INDEX IF NOT EXISTS tickets_by_bucket ON tickets (identity, resource, slot_at);
+CREATE TABLE IF NOT EXISTS windows (
+    identity TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    learned_s REAL NOT NULL,          -- the shortest jump of x-ratelimit-reset between windows
+    PRIMARY KEY (identity, resource)
+);
 """
 
 RESET_ROUNDING = 1.0
@@ -244,8 +250,9 @@ class BudgetStore:
             return bucket
         bucket = _Bucket(*row)
         if key in self._specs:
-            # The window length is never in the headers: the configuration always says it.
-            bucket.window_s = spec.window
+            # No header names the window's length: the configuration's guess, unless the headers
+            # have shown a shorter one (a GitHub Enterprise Server, a test server).
+            bucket.window_s = min(spec.window, self._learned_window(key) or math.inf)
             bucket.probe = int(spec.probe)
             if bucket.source != "headers" and spec.limit is not None:
                 bucket.limit_n = spec.limit
@@ -450,11 +457,31 @@ class BudgetStore:
             bucket.remaining = min(bucket.remaining or 0, rate.remaining)
         elif (bucket.source != "headers" or bucket.reset_at is None
               or rate.reset > bucket.reset_at):
+            if bucket.source == "headers" and bucket.reset_at is not None:
+                self._learn_window(bucket, rate.reset - bucket.reset_at)
             bucket.remaining, bucket.reset_at = rate.remaining, rate.reset
         else:
             return  # a late answer from an older window
         bucket.source = "headers"
         bucket.synced_at = now
+
+    def _learned_window(self, key: BucketKey) -> float | None:
+        row = self._conn.execute("SELECT learned_s FROM windows WHERE identity = ? AND "
+                                 "resource = ?", (key.identity, key.resource)).fetchone()
+        return row[0] if row else None
+
+    def _learn_window(self, bucket: _Bucket, jump: float) -> None:
+        """A new window's reset came ``jump`` seconds after the last one's. A window starts at
+        the first request after the previous reset, so a jump is never shorter than the window
+        (whole seconds, rounded up: at most a second longer), and the shortest jump seen is the
+        window's length wherever requests keep coming."""
+        if not bucket.capped or jump < 1.0 or jump >= bucket.window_s:
+            return
+        self._conn.execute(
+            "INSERT INTO windows VALUES (?, ?, ?) ON CONFLICT (identity, resource) "
+            "DO UPDATE SET learned_s = min(learned_s, excluded.learned_s)",
+            (bucket.identity, bucket.resource, jump))
+        bucket.window_s = jump
 
     def complete(self, ticket: Ticket | None, key: BucketKey, rate: RateHeaders, *,
                  counted: bool = True, success: bool = True) -> None:
