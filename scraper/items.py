@@ -65,7 +65,13 @@ class DocPageItem(CollectedItem):
     url = Field()            # not content: one page under two URLs (mirrors) is one item
     title = ContentField()
     headings = ContentField()
-    text = ContentField()
+    markdown = ContentField()  # the main content as GitHub-flavoured Markdown
+    # Derived from the same tree as markdown, which says all it says and more (code blocks'
+    # whitespace): hashing it too would add nothing.
+    text = Field()
+    canonical_url = Field()  # <link rel="canonical">, like url not content
+    lang = Field()           # <html lang>
+    last_modified = Field()  # changes without the content changing (a redeploy)
 
 
 def content_fields(item: scrapy.Item) -> list[str]:

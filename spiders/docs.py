@@ -44,9 +44,13 @@ class DocsSpider(CollectorSpider):
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("docs/not_text")
             return
-        page = extract_page(response.selector)
-        yield self.stamp(DocPageItem(url=response.url, title=page.title,
-                                     headings=page.headings, text=page.text))
+        modified = response.headers.get(b"Last-Modified")
+        page = extract_page(response.selector, response.url,
+                            modified.decode("latin-1") if modified else None)
+        yield self.stamp(DocPageItem(
+            url=response.url, title=page.title, headings=page.headings, text=page.text,
+            markdown=page.markdown, canonical_url=page.canonical_url, lang=page.lang,
+            last_modified=page.last_modified))
         asked = self.site_urls[prefix]
         for url in follow_links(response.selector, response.url, prefix):
             if url in asked:
