@@ -43,7 +43,7 @@ BOILERPLATE_CLASSES = frozenset({
     "rst-versions", "version-switcher__container", "version-switcher", "language-switcher",
     "theme-doc-version-badge", "theme-doc-version-banner", "version-warning",
     "md-content__button", "edit-link", "edit-this-page", "theme-edit-this-page",
-    "content-icon-container", "md-source-file", "theme-last-updated", "last-updated",
+    "content-icon-container", "md-source-file", "theme-last-updated", "last-updated", "lastupdated",
     "pagination-nav", "prev-next-area", "prev-next-footer", "related-pages", "prev-next",
     "VPDocFooter", "theme-doc-footer", "bd-footer-article", "footer-article",
     "theme-doc-toc-mobile", "theme-doc-toc-desktop", "toc-drawer", "bd-sidebar-secondary",
@@ -56,9 +56,12 @@ _LAST_UPDATED_XPATHS = (
     f"//*[{_has_class('theme-last-updated')}]//time/@datetime",  # Docusaurus
     f"//*[{_has_class('last-updated')}]//time/@datetime",  # VitePress
     "//span[contains(@class, 'git-revision-date-localized-plugin')]/text()",  # MkDocs
-    f"//*[{_has_class('last-updated')}]//text()",  # Sphinx html_last_updated_fmt, others
+    f"//*[{_has_class('lastupdated')}]//text()",  # Sphinx html_last_updated_fmt (RTD, alabaster)
+    f"//*[{_has_class('last-updated')}]//text()",  # Furo, pydata, others
 )
 _LAST_UPDATED_PREFIX = re.compile(r"^\s*last\s+updated(?:\s+on)?\s*:?\s*", re.IGNORECASE)
+# Sphinx's default html_last_updated_fmt ("%b %d, %Y") and the other usual ones.
+_DATE_FORMATS = ("%b %d, %Y", "%B %d, %Y", "%Y-%m-%d", "%d %B %Y", "%d %b %Y")
 _WHITESPACE = re.compile(r"\s+")
 _IGNORED_SUFFIXES = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
 
@@ -120,7 +123,7 @@ def iso_utc(moment: datetime) -> str:
 
 def last_modified(selector: Selector, header: str | None) -> str | None:
     """The ``Last-Modified`` header as ISO-8601 UTC; else the generator's "Last updated": ISO-8601
-    UTC from a ``<time datetime>``, or the date as the page shows it."""
+    UTC from a ``<time datetime>``, an ISO date from a shown date, or the text as shown."""
     if header:
         try:
             return iso_utc(parsedate_to_datetime(header))
@@ -133,8 +136,19 @@ def last_modified(selector: Selector, header: str | None) -> str | None:
         try:
             return iso_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
         except ValueError:
-            return _LAST_UPDATED_PREFIX.sub("", value) or None
+            return shown_date(_LAST_UPDATED_PREFIX.sub("", value).rstrip(". ")) or None
     return None
+
+
+def shown_date(value: str) -> str:
+    """A date as a page shows it: ISO-8601 (``2026-07-26``) when it is a usual format, else as
+    shown, so nothing the page says is lost."""
+    for pattern in _DATE_FORMATS:
+        try:
+            return datetime.strptime(value, pattern).date().isoformat()
+        except ValueError:
+            continue
+    return value
 
 
 def extract_page(selector: Selector, page_url: str = "",

@@ -55,6 +55,7 @@ _HARD_BREAK = "\x00"
 _BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,})")
 _INLINE_ESCAPE = re.compile(r"([*`\\]|<(?=[A-Za-z/!?]))")
 _BACKTICKS = re.compile(r"`+")
+_LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
 
 Skip = Callable[[etree._Element], bool]
 
@@ -412,7 +413,13 @@ class Walker:
 
     def end_li(self, frame: Frame, parent: Frame) -> None:
         self.containers -= 1
-        body = frame.take()
+        frame.flush()
+        # A sublist right after the item's text belongs to it without a blank line: the
+        # list stays tight, as the page shows it.
+        body = ""
+        for block in frame.blocks:
+            joint = "\n" if _LIST_ITEM.match(block) else "\n\n"
+            body = f"{body}{joint}{block}" if body else block
         _, marker = self.list_marker()
         item = indent(body, marker, " " * len(marker)) if body else marker.rstrip()
         if parent.kind == "list":
