@@ -14,7 +14,7 @@ kept element, joined by spaces, whitespace runs collapsed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
@@ -82,8 +82,13 @@ def code_language(pre: etree._Element) -> str:
             break
         candidates.append(parent)
         parent = parent.getparent()
-    for element in candidates:
-        match = _LANGUAGE.search(element.get("class") or "")
+    return language_of(element.get("class") or "" for element in candidates)
+
+
+def language_of(class_attributes: Iterable[str]) -> str:
+    """The first language named by ``class`` attributes, nearest element first."""
+    for value in class_attributes:
+        match = _LANGUAGE.search(value)
         if match:
             name = match.group(1).lower()
             return _LANGUAGE_ALIASES.get(name, name)
