@@ -59,6 +59,16 @@ _LAST_UPDATED_XPATHS = (
     f"//*[{_has_class('lastupdated')}]//text()",  # Sphinx html_last_updated_fmt (RTD, alabaster)
     f"//*[{_has_class('last-updated')}]//text()",  # Furo, pydata, others
 )
+# Compiled once: a page is a few ms of work, and XPath parsing was a tenth of it.
+_MAIN = tuple(etree.XPath(f"({xpath})[1]") for xpath in MAIN_XPATHS)
+_LAST_UPDATED = tuple(etree.XPath(xpath) for xpath in _LAST_UPDATED_XPATHS)
+_LAST_UPDATED_ANY = etree.XPath(
+    "boolean(//*[contains(@class, 'last') or contains(@class, 'git-revision')])")
+_BASE = etree.XPath("string((//base/@href)[1])")
+_CANONICAL = etree.XPath("string((//link[contains(concat(' ', normalize-space(@rel), ' '), "
+                         "' canonical ')]/@href)[1])")
+_LANG = etree.XPath("string((/html/@lang | /html/@xml:lang)[1])")
+_TITLE = etree.XPath("string(//title)")
 _LAST_UPDATED_PREFIX = re.compile(r"^\s*last\s+updated(?:\s+on)?\s*:?\s*", re.IGNORECASE)
 # Sphinx's default html_last_updated_fmt ("%b %d, %Y") and the other usual ones.
 _DATE_FORMATS = ("%b %d, %Y", "%B %d, %Y", "%Y-%m-%d", "%d %B %Y", "%d %b %Y")
@@ -92,26 +102,25 @@ def is_boilerplate(element: etree._Element) -> bool:
 
 
 def main_content(selector: Selector) -> etree._Element | None:
-    for xpath in MAIN_XPATHS:
-        found = selector.root.xpath(f"({xpath})[1]")
+    for xpath in _MAIN:
+        found = xpath(selector.root)
         if found:
             return found[0]
     return None
 
 
 def base_url(selector: Selector, page_url: str) -> str:
-    base = selector.root.xpath("string((//base/@href)[1])").strip()
+    base = _BASE(selector.root).strip()
     return urljoin(page_url, base) if base else page_url
 
 
 def canonical_url(selector: Selector, page_url: str) -> str | None:
-    rel = "contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')"
-    href = selector.root.xpath(f"string((//link[{rel}]/@href)[1])").strip()
+    href = _CANONICAL(selector.root).strip()
     return urljoin(page_url, href) if href else None
 
 
 def page_lang(selector: Selector) -> str | None:
-    lang = selector.root.xpath("string((/html/@lang | /html/@xml:lang)[1])").strip()
+    lang = _LANG(selector.root).strip()
     return lang or None
 
 
@@ -129,8 +138,10 @@ def last_modified(selector: Selector, header: str | None) -> str | None:
             return iso_utc(parsedate_to_datetime(header))
         except (TypeError, ValueError, IndexError):
             pass
-    for xpath in _LAST_UPDATED_XPATHS:
-        value = _normalise(" ".join(selector.root.xpath(xpath)))
+    if not _LAST_UPDATED_ANY(selector.root):
+        return None
+    for xpath in _LAST_UPDATED:
+        value = _normalise(" ".join(xpath(selector.root)))
         if not value:
             continue
         try:
@@ -154,7 +165,7 @@ def shown_date(value: str) -> str:
 def extract_page(selector: Selector, page_url: str = "",
                  last_modified_header: str | None = None) -> DocPage:
     """Title, headings, text and Markdown of the page's main content, and its metadata."""
-    title = _normalise(selector.xpath("string(//title)").get() or "") or None
+    title = _normalise(_TITLE(selector.root)) or None
     meta = (canonical_url(selector, page_url), page_lang(selector),
             last_modified(selector, last_modified_header))
     main = main_content(selector)

@@ -113,11 +113,14 @@ def inline_code(raw: str) -> str:
 
 
 def escape(text: str) -> str:
-    return _INLINE_ESCAPE.sub(r"\\\1", text)
+    if "*" in text or "`" in text or "\\" in text or "<" in text:
+        return _INLINE_ESCAPE.sub(r"\\\1", text)
+    return text
 
 
 def collapse(inline: list[str]) -> str:
-    return _WHITESPACE.sub(" ", "".join(inline)).strip()
+    # str.split() and re's \s agree on what whitespace is (str.isspace); split is faster.
+    return " ".join("".join(inline).split())
 
 
 def indent(block: str, first: str, rest: str) -> str:
@@ -140,6 +143,8 @@ class Frame:
     header: bool = False
 
     def flush(self) -> None:
+        if not self.inline:
+            return
         paragraph = collapse(self.inline)
         self.inline.clear()
         if paragraph:
