@@ -49,16 +49,7 @@ from benchmarks.common import (
 )
 from scraper.parsers.docs import MAIN_XPATHS, extract_page, is_boilerplate
 from scraper.parsers.markdown import INVISIBLE, language_of
-from tests.docs_fixtures import (
-    PAGES,
-    Fixture,
-    fenced_blocks,
-    fixture_html,
-    html_tables,
-    outside_code,
-    pipe_tables,
-    pre_texts,
-)
+from tests import docs_fixtures as fixtures
 from tests.fakes.hostile import NESTED_DIVS, NESTED_TEXT, dense_page
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
@@ -135,16 +126,16 @@ def code_kept(code: str, markdown: str) -> bool:
     return code in markdown or indented in markdown
 
 
-def fidelity(fixture: Fixture, html: str, markdown: str) -> dict[str, int]:
-    expected_code = pre_texts(html)
-    found = fenced_blocks(markdown)
+def fidelity(fixture: fixtures.Fixture, html: str, markdown: str) -> dict[str, int]:
+    expected_code = fixtures.pre_texts(html)
+    found = fixtures.fenced_blocks(markdown)
     fenced = Counter(code for _, code in found)
     pairs = Counter(found)
     shapes = Counter()
-    for table in pipe_tables(markdown):
+    for table in fixtures.pipe_tables(markdown):
         rows = table[1:] if not any(table[0]) else table
         shapes[(len(rows), len(table[0]))] += 1
-    headings = [line for line in outside_code(markdown) if re.match(r"#{1,6} ", line)]
+    headings = [line for line in fixtures.outside_code(markdown) if re.match(r"#{1,6} ", line)]
     return {
         "code_blocks": len(expected_code),
         "code_anywhere": sum(code in fenced or code_kept(code, markdown)
@@ -152,8 +143,8 @@ def fidelity(fixture: Fixture, html: str, markdown: str) -> dict[str, int]:
         "code_exact": sum((fenced & Counter(expected_code)).values()),
         "code_with_language": sum(
             (pairs & Counter(zip(fixture.languages, expected_code, strict=True))).values()),
-        "tables": len(html_tables(html)),
-        "tables_kept": sum((shapes & Counter(html_tables(html))).values()),
+        "tables": len(fixtures.html_tables(html)),
+        "tables_kept": sum((shapes & Counter(fixtures.html_tables(html))).values()),
         "nested_lists": int(fixture.nested is not None),
         "nested_kept": int(fixture.nested is not None
                            and fixture.nested in markdown.split("\n")),
@@ -180,7 +171,7 @@ def survives(convert: Convert, html: str) -> str:
 
 
 def run(repeat: int) -> dict[str, Any]:
-    pages = [(fixture, fixture_html(fixture)) for fixture in PAGES]
+    pages = [(fixture, fixtures.fixture_html(fixture)) for fixture in fixtures.PAGES]
     inputs = {fixture.name: main_content_html(html) for fixture, html in pages}
     nested = dense_page("nested.html").decode()
     nested_main = main_content_html(nested)
@@ -220,7 +211,7 @@ def table(results: dict[str, Any]) -> str:
                      f"{t['code_with_language']}/{t['code_blocks']}",
                      f"{t['tables_kept']}/{t['tables']}",
                      f"{t['nested_kept']}/{t['nested_lists']}",
-                     f"{t['headings_in_order']}/{len(PAGES)}",
+                     f"{t['headings_in_order']}/{len(fixtures.PAGES)}",
                      t["nested_divs"], fmt(t["cpu_ms"], 1), fmt(t["cpu_vs_walker"], 2)])
     out = format_table(["contender", "code text kept", "fenced exact", "fenced+language",
                         "tables", "nested lists", "headings", f"{NESTED_DIVS} divs",
@@ -242,10 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     results = {"machine": info, "command": " ".join(["python -m benchmarks.markdown",
                                                       *sys.argv[1:]]),
-               "repeat": repeat, "pages": [page.name for page in PAGES], **run(repeat)}
+               "repeat": repeat, "pages": [page.name for page in fixtures.PAGES], **run(repeat)}
     out = args.out or default_results("markdown", args.scale)
     write_json(out, results)
-    print(f"{len(PAGES)} real docs pages, {repeat} conversions each; {describe_machine(info)}")
+    print(f"{len(fixtures.PAGES)} real docs pages, {repeat} conversions each; "
+          f"{describe_machine(info)}")
     print(table(results))
     print(f"results: {out}")
     return 0
