@@ -13,6 +13,7 @@ import pytest
 from parsel import Selector
 
 from benchmarks.markdown import CONTENDERS
+from scraper.items import DocPageItem, content_hash
 from scraper.parsers.docs import extract_page
 from scraper.parsers.markdown import MAX_NESTING
 from tests.docs_fixtures import (
@@ -162,3 +163,20 @@ def test_markdown_benchmark_runs_and_reports_every_contender(tmp_path) -> None:
     results = json.loads(out.read_text())
     assert set(results["contenders"]) | set(results["skipped"]) == set(CONTENDERS)
     assert "walker" in results["contenders"] and "walker ours" in result.stdout
+
+
+def test_content_hash_takes_own_site_links_by_path_and_sees_code_changes() -> None:
+    def item(origin: str, markdown: str) -> DocPageItem:
+        return DocPageItem(url=f"{origin}/docs/page.html", title="T", headings=["T"],
+                           markdown=markdown.format(origin=origin), text="ignored")
+
+    page = "# T\n\n[Next]({origin}/docs/next.html) ![d](<{origin}/a b.png>)\n\n```py\nx = 1\n```"
+    here, mirror = item("https://a.example", page), item("http://b.example:8080", page)
+    assert content_hash(here) == content_hash(mirror)
+    for changed in (page.replace("next.html", "other.html"), page.replace("x = 1", "x = 2"),
+                    page.replace("x = 1", "x =  1")):
+        assert content_hash(item("https://a.example", changed)) != content_hash(here)
+    elsewhere = page.replace("[Next]({origin}", "[Next](https://c.example")
+    assert content_hash(item("https://a.example", elsewhere)) != content_hash(here)
+    # text is not hashed: markdown, from the same tree, already says it.
+    assert content_hash(DocPageItem(here, text="other")) == content_hash(here)
