@@ -79,8 +79,8 @@ def markdownify_converter() -> Convert:
     from markdownify import markdownify
 
     def language(pre: Any) -> str:
-        # The classes our walker reads, on the same elements: pre, its code, three ancestors.
-        chain = [pre, pre.find("code"), *list(pre.parents)[:3]]
+        # The classes our walker reads, on the same elements: pre, its code, six ancestors.
+        chain = [pre, pre.find("code"), *list(pre.parents)[:6]]
         return language_of(" ".join(tag.get("class") or []) for tag in chain if tag is not None)
 
     return lambda html: markdownify(html, heading_style="ATX", bullets="-",

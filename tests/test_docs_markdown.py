@@ -180,3 +180,22 @@ def test_content_hash_takes_own_site_links_by_path_and_sees_code_changes() -> No
     assert content_hash(item("https://a.example", elsewhere)) != content_hash(here)
     # text is not hashed: markdown, from the same tree, already says it.
     assert content_hash(DocPageItem(here, text="other")) == content_hash(here)
+
+
+def test_line_numbers_and_copy_buttons_go_code_tokens_stay() -> None:
+    doc = convert(
+        '<div class="highlight-python"><table class="highlighttable"><tr>'
+        '<td class="linenos"><div class="linenodiv"><pre>1\n2</pre></div></td>'
+        '<td class="code"><div class="highlight"><pre><span class="linenos">1</span>'
+        '<span class="copy">a</span> = 1\n<span class="linenos">2</span>b = 2\n</pre>'
+        '</div></td></tr></table></div><button class="copybtn">Copy</button>')
+    assert doc.markdown == "```python\na = 1\nb = 2\n```"
+
+
+def test_text_after_skipped_elements_comes_once_and_in_order() -> None:
+    doc = convert('<h2><a href="#x">Foo <b>bar</b></a> baz<a class="headerlink" href="#h">¶</a>'
+                  '</h2><p>a<button>Copy</button> b <span class="headerlink">¶</span>c</p>')
+    assert doc.headings == ["Foo bar baz"]
+    assert doc.text == "Foo bar baz a b c"
+    assert doc.markdown == ("## [Foo **bar**](https://h.example/docs/a/page.html#x) baz\n\n"
+                            "a b c")

@@ -74,10 +74,12 @@ def classes(element: etree._Element) -> set[str]:
 
 def code_language(pre: etree._Element) -> str:
     """The language a generator marked a code block with: on the ``<pre>``, its ``<code>`` or a
-    wrapping element (Sphinx ``div.highlight-python``, VitePress ``div.language-sh``)."""
+    wrapping element (Sphinx ``div.highlight-python``, VitePress ``div.language-sh``), nearest
+    first."""
     candidates = [pre, *pre.iterchildren("code")]
     parent = pre.getparent()
-    for _ in range(3):
+    # Up to the wrapper of a Pygments line-number table: div > table > tbody > tr > td > div.
+    for _ in range(6):
         if parent is None:
             break
         candidates.append(parent)
@@ -170,6 +172,7 @@ class Walker:
         self.headings: list[str] = []
         self.containers = 0  # frames that indent or prefix: bounded by MAX_NESTING
         self.in_heading = False  # headings hold inline markup only
+        self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
         self.in_link = False  # a link inside a link is its text
 
     @property
@@ -180,11 +183,20 @@ class Walker:
 
     def run(self, root: etree._Element) -> Converted:
         walker = etree.iterwalk(root, events=("start", "end"))
+        skipped: etree._Element | None = None
         for event, element in walker:
+            if skipped is not None:
+                # A skipped element's tail is visible text. lxml may or may not send the "end"
+                # of a skipped subtree; either way its tail comes before whatever comes next.
+                self.add_text(skipped.tail)
+                if event == "end" and element is skipped:
+                    skipped = None
+                    continue
+                skipped = None
             if event == "start":
                 if self.hidden(element):
-                    walker.skip_subtree()  # no "end" event follows: the tail is ours now
-                    self.add_text(element.tail, tail=True)
+                    walker.skip_subtree()
+                    skipped = element
                     continue
                 self.start(element)
                 if element.text:
@@ -192,7 +204,7 @@ class Walker:
             else:
                 self.end(element)
                 if element is not root:
-                    self.add_text(element.tail, tail=True)
+                    self.add_text(element.tail)
         markdown = self.stack[0].take()
         return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
 
@@ -205,14 +217,18 @@ class Walker:
             return True
         if tag == "header" and element.find(".//h1") is None:
             return True  # a page header; an article's own header holds its title
-        if self.top.kind == "pre" and classes(element) & LINE_NUMBER_CLASSES:
+        if classes(element) & LINE_NUMBER_CLASSES:
             return True
+        if self.top.kind == "pre":
+            return False  # code is kept whole, even a token whose class looks like furniture
         return self.skip is not None and self.skip(element)
 
-    def add_text(self, text: str | None, tail: bool = False) -> None:
+    def add_text(self, text: str | None) -> None:
         if not text:
             return
         self.text.append(text)
+        if self.in_heading:
+            self.heading_text.append(text)
         top = self.top
         if top.kind in ("pre", "code"):
             top.inline.append(text)
@@ -345,20 +361,8 @@ class Walker:
             level = HEADINGS[frame.element.tag.lower()]
             parent.blocks.append(f"{'#' * level} {text}")
             if level <= LISTED_HEADING_LEVEL:
-                self.headings.append(self.plain(frame.element))
-
-    def plain(self, heading: etree._Element) -> str:
-        """A heading as ``headings`` lists it: its visible text, without Markdown."""
-        parts = []
-        walker = etree.iterwalk(heading, events=("start",))
-        for _, element in walker:
-            if element is not heading and self.hidden(element):
-                walker.skip_subtree()
-            elif element.text:
-                parts.append(element.text)
-            if element is not heading and element.tail:
-                parts.append(element.tail)
-        return collapse(parts)
+                self.headings.append(collapse(self.heading_text))
+        self.heading_text.clear()
 
     def end_code(self, frame: Frame, parent: Frame) -> None:
         parent.inline.append(inline_code("".join(frame.inline)))
