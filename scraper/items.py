@@ -8,14 +8,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy import Field
 
 
-def ContentField() -> Field:
-    return Field(content=True)
+def ContentField(hashed: Callable[[Any, scrapy.Item], Any] | None = None) -> Field:
+    """A content field; ``hashed(value, item)``, if given, is what the hash takes of it."""
+    return Field(content=True, hashed=hashed)
+
+
+def site_relative_links(markdown: Any, item: scrapy.Item) -> Any:
+    """Markdown with links and images into the page's own origin written from ``/``: the same
+    page on a mirror host (or a test server on another port) hashes the same, as for ``url``."""
+    url = item.get("url")
+    if not isinstance(markdown, str) or not isinstance(url, str):
+        return markdown
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}/"
+    return markdown.replace(f"]({origin}", "](/").replace(f"](<{origin}", "](</")
 
 
 class CollectedItem(scrapy.Item):
@@ -65,7 +79,13 @@ class DocPageItem(CollectedItem):
     url = Field()            # not content: one page under two URLs (mirrors) is one item
     title = ContentField()
     headings = ContentField()
-    text = ContentField()
+    markdown = ContentField(site_relative_links)  # the main content as GitHub-flavoured Markdown
+    # Derived from the same tree as markdown, which says all it says and more (code blocks'
+    # whitespace): hashing it too would add nothing.
+    text = Field()
+    canonical_url = Field()  # <link rel="canonical">, like url not content
+    lang = Field()           # <html lang>
+    last_modified = Field()  # changes without the content changing (a redeploy)
 
 
 def content_fields(item: scrapy.Item) -> list[str]:
@@ -74,6 +94,9 @@ def content_fields(item: scrapy.Item) -> list[str]:
 
 def content_hash(item: scrapy.Item) -> str:
     """sha256 of the item's content fields, as canonical JSON (sorted keys, no spaces)."""
-    content: dict[str, Any] = {name: item.get(name) for name in content_fields(item)}
+    content: dict[str, Any] = {}
+    for name in content_fields(item):
+        hashed = item.fields[name].get("hashed")
+        content[name] = hashed(item.get(name), item) if hashed else item.get(name)
     canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

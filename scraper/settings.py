@@ -127,6 +127,16 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 REDIRECT_MAX_TIMES = 10
 
+# --- one worker's memory: 20 workers on a 2 GB box, each ≤ 200 MB RSS on any single response ----
+# The docs spider caps a page at 2 MB (spiders/docs.py); past that, Scrapy's memusage check is
+# the backstop: above the limit the worker closes its round (finish_reason memusage_exceeded,
+# one ERROR line) instead of growing. Checked every second, so it fires right after the
+# response that pushed the peak up, not a minute later (Scrapy's default interval).
+MEMUSAGE_ENABLED = True
+MEMUSAGE_LIMIT_MB = 200
+MEMUSAGE_WARNING_MB = 150
+MEMUSAGE_CHECK_INTERVAL_SECONDS = 1.0
+
 FEED_EXPORT_ENCODING = "utf-8"
 
 # --- distributed mode (scraper/distributed/, docs/distributed.md): off without a Redis URL -------

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import scrapy
+from parsel import Selector
 from scrapy.http import Response, TextResponse
 
 from scraper.items import DocPageItem
@@ -15,7 +16,14 @@ from spiders.base import CollectorSpider
 
 class DocsSpider(CollectorSpider):
     name = "docs"
-    custom_settings = {"ROBOTSTXT_OBEY": True}
+    custom_settings = {
+        "ROBOTSTXT_OBEY": True,
+        # A documentation page is HTML of tens to hundreds of KB; its parsed tree costs up to
+        # 30× its size. 2 MB keeps one worker under 200 MB RSS on the densest page (README,
+        # "Performance and sizing"); the project-wide 16 MB is for API answers.
+        "DOWNLOAD_MAXSIZE": 2 * 1024 * 1024,
+        "DOWNLOAD_WARNSIZE": 1024 * 1024,
+    }
 
     @property
     def refresh_after(self) -> float:
@@ -44,16 +52,33 @@ class DocsSpider(CollectorSpider):
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("docs/not_text")
             return
-        page = extract_page(response.selector)
-        yield self.stamp(DocPageItem(url=response.url, title=page.title,
-                                     headings=page.headings, text=page.text))
+        # A tree of its own, not the cached response.selector: it is freed before this
+        # callback yields, so responses waiting in the scraper never hold two trees at once.
+        selector = Selector(text=response.text, type="html")
+        modified = response.headers.get(b"Last-Modified")
+        page = extract_page(selector, response.url,
+                            modified.decode("latin-1") if modified else None)
+        new_urls = self.new_links(selector, response.url, prefix)
+        del selector
+        yield self.stamp(DocPageItem(
+            url=response.url, title=page.title, headings=page.headings, text=page.text,
+            markdown=page.markdown, canonical_url=page.canonical_url, lang=page.lang,
+            last_modified=page.last_modified))
+        for url in new_urls:
+            yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
+                                 meta={"site": prefix})
+
+    def new_links(self, selector: Selector, page_url: str, prefix: str) -> list[str]:
+        """The page's links this round has not asked for yet, up to the site's page cap: reading
+        stops there, so a page of 500,000 links costs no more than one of ``cap``."""
         asked = self.site_urls[prefix]
-        for url in follow_links(response.selector, response.url, prefix):
+        new: list[str] = []
+        for url in follow_links(selector, page_url, prefix):
             if url in asked:
                 continue
             if len(asked) >= self.config.docs.max_pages_per_site:
                 self.crawler.stats.inc_value("docs/site_page_cap_reached")
                 break
             asked.add(url)
-            yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
-                                 meta={"site": prefix})
+            new.append(url)
+        return new

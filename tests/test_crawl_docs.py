@@ -86,8 +86,9 @@ def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector:
 
     special = html.unescape(SPECIAL_SENTENCE)
     for item in items:
-        assert set(item) == {"url", "title", "headings", "text", "spider", "shard",
-                             "collected_at", "content_hash"}
+        assert set(item) == {"url", "title", "headings", "text", "markdown", "canonical_url",
+                             "lang", "last_modified", "spider", "shard", "collected_at",
+                             "content_hash"}
         assert item["spider"] == "docs" and item["shard"] == "0/1"
         assert ISO_UTC.match(item["collected_at"])
         assert re.fullmatch(r"[0-9a-f]{64}", item["content_hash"])
@@ -112,8 +113,8 @@ def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector:
     assert (collector.data_dir / "logs" / "docs-0of1.log").is_file()
 
 
-def test_doc_content_hash_is_title_headings_text_not_url() -> None:
-    page = {"title": "T", "headings": ["T", "A"], "text": "T A body"}
+def test_doc_content_hash_is_title_headings_markdown_not_url() -> None:
+    page = {"title": "T", "headings": ["T", "A"], "markdown": "# T\n\n## A\n\nbody"}
     a = DocPageItem(url="http://h/site0/", collected_at="1", shard="0/1", **page)
     b = DocPageItem(url="http://h/site0/index.html", collected_at="2", shard="1/2", **page)
     assert content_hash(a) == content_hash(b)

@@ -19,11 +19,17 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.fakes.hostile import API_QUERIES, GOOD_PAGES, HOSTILE_PAGES
+from tests.fakes.hostile import (
+    API_QUERIES,
+    GOOD_PAGES,
+    HOSTILE_PAGES,
+    LIST_ITEMS,
+    NESTED_TEXT,
+)
 from tests.support import Collector
 
 MB = 1024 * 1024
-MAXSIZE = 16 * MB  # scraper/settings.py DOWNLOAD_MAXSIZE
+MAXSIZE = 2 * MB  # the docs spider's DOWNLOAD_MAXSIZE (spiders/docs.py)
 TIMEOUT_S = 3
 RETRIES = 2
 MEMORY_CEILING_MB = 200
@@ -114,12 +120,13 @@ def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hosti
     assert stats["docs/failed_requests/scrapy.exceptions.DownloadTimeoutError"] == 1
     assert f"took longer than {TIMEOUT_S:.1f} seconds" in log
 
-    # 100 MB bodies: cut at DOWNLOAD_MAXSIZE, with and without Content-Length, memory sane.
+    # 100 MB bodies: cut at the docs spider's DOWNLOAD_MAXSIZE, with and without
+    # Content-Length, memory sane.
     assert f"larger than download max size ({MAXSIZE})" in log
     assert log.count(f"larger than download max size ({MAXSIZE})") >= 2
     assert stats["docs/failed_requests/scrapy.exceptions.DownloadCancelledError"] == 2
     assert sent["/site/huge.html"] < 2 * MAXSIZE  # refused on its Content-Length
-    assert sent["/site/huge-stream.html"] < 3 * MAXSIZE  # cut after 16 MB arrived
+    assert sent["/site/huge-stream.html"] < 16 * MB  # cut soon after 2 MB arrived
     print(f"\nhostile docs crawl: {took:.1f}s, peak RSS {peak_mb:.0f} MB, "
           f"huge.html {sent['/site/huge.html'] / MB:.1f} MB sent, huge-stream.html "
           f"{sent['/site/huge-stream.html'] / MB:.1f} MB sent")
@@ -180,6 +187,48 @@ def test_search_crawl_survives_bad_api_answers(collector: Collector, fake_hostil
     served = fake_hostile.stats()["counts"]
     assert served["api:storm:1"] == RETRIES + 1
     assert "api:badlink:abc" not in served  # the unusable next link was not followed
+
+
+@pytest.mark.timeout(120)
+def test_dense_pages_stay_under_the_memory_bound_and_deep_ones_are_collected(
+        collector: Collector, fake_hostile: Any) -> None:
+    """Issue 19 items 9 and 10: 500,000 links in 15 MB, a page just under the cap with 50,000
+    links, 100,000 list items, 1,600 nested divs. The worker's peak RSS stays under 200 MB,
+    link extraction stops at max_pages_per_site, and the deep page is collected."""
+    site = f"{fake_hostile.url()}/dense/"
+    cap = 30
+    collector.configure(docs_urls=[site + "index.html"], spiders={"docs": {
+        "max_pages_per_site": cap, "settings": {"WORKER_STATE_INTERVAL": 1}}})
+    status, _, peak_mb = run_watched(collector, "docs", timeout=100)
+    log = collector.log("docs")
+    stats = collector.stats("docs")
+    counts = fake_hostile.stats()["counts"]
+
+    assert status == 0, log[-3000:]
+    assert "Traceback" not in log and "Spider error" not in log, log[-3000:]
+    assert stats.get("finish_reason") == "finished"
+    items = {item["url"]: item for item in collector.items("docs")}
+    # 1,600 nested divs: collected, text and Markdown intact (RecursionError before).
+    nested = items[site + "nested.html"]
+    assert NESTED_TEXT in nested["text"] and NESTED_TEXT in nested["markdown"]
+    assert items[site + "items.html"]["markdown"].count("- i\n") == LIST_ITEMS - 1
+    assert site + "big.html" in items
+    # 15 MB of links: refused on its Content-Length, or cut at 2 MB without one.
+    for page in ("links.html", "links-stream.html"):
+        assert site + page not in items
+        assert [line for line in error_lines(log) if mentions(line, site + page)]
+    cut = [line for line in log.splitlines() if f"download max size ({MAXSIZE})" in line]
+    assert {page for page in ("links.html", "links-stream.html")
+            if any(site + page in line for line in cut)} == {"links.html", "links-stream.html"}
+    assert stats["docs/failed_requests/scrapy.exceptions.DownloadCancelledError"] == 2
+    # big.html's 50,000 links: only up to the site's cap asked, the rest never listed.
+    asked = [key for key in counts if key.startswith("/dense/p")]
+    assert len(asked) == cap - 1 - 5, len(asked)  # the index and its five pages count too
+    assert stats["docs/site_page_cap_reached"] >= 1
+    print(f"\ndense docs crawl: peak RSS {peak_mb:.0f} MB, memusage/max "
+          f"{stats['memusage/max'] / MB:.0f} MB")
+    assert peak_mb < MEMORY_CEILING_MB, f"peak RSS {peak_mb:.0f} MB"
+    assert stats["memusage/max"] < MEMORY_CEILING_MB * MB
 
 
 def generous_budget(collector: Collector, **github: Any) -> None:

@@ -2,8 +2,11 @@
 
     python -m tests.fakes.docs --host 127.0.0.2 --port-file PATH
         [--sites 3] [--pages 40] [--page-kb 6] [--latency-ms 0 --jitter 0.0]
+        [--fixtures DIR]
 
-Site k lives under ``/site{k}/``; ``/site{k}/``, ``/site{k}/index.html`` and
+Site k lives under ``/site{k}/``; each real page in ``--fixtures`` (default
+``shared/fixtures/docs``) is served byte-exact as ``/fixtures/{file stem}/``, a site of its own,
+with ``Last-Modified: FIXTURE_LAST_MODIFIED``; ``/site{k}/``, ``/site{k}/index.html`` and
 ``/site{k}/page0.html`` are byte-identical mirrors. Pages link to each other in cycles and
 to everything a crawler must *not* follow (robots-disallowed, other sites, other hosts,
 mailto:), see :meth:`DocsFake.render_page`.
@@ -17,6 +20,7 @@ import random
 import re
 import struct
 import zlib
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -32,6 +36,9 @@ SPECIAL_SENTENCE = "Beware of naïve café — ünïcode text &amp; markup like 
 SCRIPT_MARKER = "SCRIPT_TEXT_MUST_NOT_BE_EXTRACTED"
 STYLE_MARKER = "STYLE_TEXT_MUST_NOT_BE_EXTRACTED"
 SITE_PATH = re.compile(r"^/site(0|[1-9][0-9]*)/(.*)$")
+FIXTURE_PATH = re.compile(r"^/fixtures/([\w.-]+)/$")
+DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / "shared/fixtures/docs"
+FIXTURE_LAST_MODIFIED = "Sat, 01 Aug 2026 10:00:00 GMT"
 PAGE_NAME = re.compile(r"^page(0|[1-9][0-9]*)\.html$")
 
 _VOCABULARY = """
@@ -75,6 +82,7 @@ class DocsFake(FakeProcess):
         self.sites = args.sites
         self.pages = args.pages
         self.page_bytes = int(args.page_kb * 1024)
+        self.fixtures: Path = args.fixtures
         self.generation = 0
         self.base_url = ""
         # path -> payload for the current generation; filled lazily so startup stays instant.
@@ -243,6 +251,8 @@ class DocsFake(FakeProcess):
                     content_type="text/html",
                 )
             self._cache[path] = payload
+        if path.startswith("/fixtures/"):
+            return payload.response(request, headers={"Last-Modified": FIXTURE_LAST_MODIFIED})
         if path.endswith("/flaky.html") and path not in self._flaky_seen:
             self._flaky_seen.add(path)
             return web.Response(
@@ -253,6 +263,10 @@ class DocsFake(FakeProcess):
         return payload.response(request)
 
     def _resolve(self, path: str) -> Payload | None:
+        fixture = FIXTURE_PATH.match(path)
+        if fixture is not None:
+            page = self.fixtures / f"{fixture.group(1)}.html"
+            return Payload(page.read_bytes(), HTML_TYPE) if page.is_file() else None
         match = SITE_PATH.match(path)
         if match is None:
             return None
@@ -269,6 +283,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sites", type=int, default=3)
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--page-kb", type=float, default=6.0)
+    parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
     args = parser.parse_args(argv)
     if args.sites < 1 or args.pages < 1:
         parser.error("--sites and --pages must be >= 1")

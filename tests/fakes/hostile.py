@@ -22,6 +22,15 @@ Docs-like site under ``/site/`` (``/site/`` = ``/site/index.html`` links to ever
     chain/{n}.html       302 → chain/{n+1}.html, forever, never the same URL twice
     offsite.html         302 → {other}/site/elsewhere.html, another host
 
+Dense pages under ``/dense/`` (``/dense/index.html`` links to each), a site of their own::
+
+    links.html           15 MB of 500,000 links (under the project's 16 MB), Content-Length
+    links-stream.html    the same without Content-Length
+    big.html             just under the docs page cap: 50,000 links and 20,000 list items
+    nested.html          1,600 nested <div>s with NESTED_TEXT at the bottom
+    items.html           100,000 list items
+    p{n}.html            a small page (what big.html's links point to)
+
 A GitHub-like search API under ``/api/search/repositories``, chosen by the ``q`` parameter:
 ``good`` (two pages by ``Link``), ``badjson``, ``htmlbody``, ``nullitems`` (``"items": null``),
 ``scalaritems`` (items that are not objects), ``notobject`` (a JSON list), ``badlink`` (a
@@ -62,6 +71,10 @@ HOSTILE_PAGES = (
     "gzipbomb.html", "loop-a.html", "chain/0.html", "offsite.html",
 )
 GOOD_PAGES = tuple(f"good{k}.html" for k in range(5))
+DENSE_PAGES = ("big.html", "nested.html", "items.html", "links.html", "links-stream.html")
+NESTED_DIVS = 1600
+NESTED_TEXT = "Found at the bottom of sixteen hundred divs."
+LIST_ITEMS = 100_000
 API_QUERIES = ("good", "badjson", "htmlbody", "nullitems", "scalaritems", "notobject",
                "badlink", "storm", "reset", "badgzip")
 
@@ -90,6 +103,24 @@ def index_page() -> bytes:
     return page_html("Hostile index", ["Everything a crawler meets on a bad day."], links)
 
 
+def dense_page(name: str) -> bytes:
+    """The body of ``/dense/{name}``: pages whose tree, not their bytes, is the danger."""
+    if name == "nested.html":
+        body = "<div>" * NESTED_DIVS + f"<p>{NESTED_TEXT}</p>" + "</div>" * NESTED_DIVS
+    elif name == "items.html":
+        body = "<ul>" + "<li>i</li>\n" * LIST_ITEMS + "</ul>"
+    elif name == "big.html":
+        links = "".join(f'<a href="p{k}.html">{k}</a>\n' for k in range(50_000))
+        body = links + "<ul>" + "<li>i</li>" * 20_000 + "</ul>"
+    elif name.startswith("links"):
+        body = "".join(f"<a href=p{k}.html>{k}</a>\n" for k in range(500_000))
+    else:
+        links = [(name, f"Dense {name}") for name in DENSE_PAGES]
+        return page_html("Dense index", ["Pages whose tree is the danger."], links)
+    return (f"<!DOCTYPE html><html><head><title>Dense {name}</title></head><body><main>"
+            f"<h1>Dense {name}</h1>{body}</main></body></html>").encode()
+
+
 def repo(q: str, n: int) -> dict[str, Any]:
     name = f"{q}-repo-{n}"
     return {
@@ -112,6 +143,7 @@ class Hostile:
         self.times: defaultdict[str, list[float]] = defaultdict(list)
         self.bytes_sent: Counter[str] = Counter()
         self._bomb: bytes | None = None
+        self._dense: dict[str, bytes] = {}
 
     # ------------------------------------------------------------------ plumbing
 
@@ -237,10 +269,28 @@ class Hostile:
             except ValueError:
                 n = 0
             await self.send(writer, path, 302, [("Location", f"{n + 1}.html")])
+        elif path.startswith("/dense/"):
+            await self.dense(writer, path)
         elif path == "/site/offsite.html":
             await self.send(writer, path, 302, [("Location", f"{self.other}/site/elsewhere.html")])
         else:
             await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+
+    async def dense(self, writer: asyncio.StreamWriter, path: str) -> None:
+        name = path.removeprefix("/dense/") or "index.html"
+        number = name.removeprefix("p").removesuffix(".html")
+        if name == f"p{number}.html" and number.isdigit():
+            body = page_html(f"Dense page {number}", ["A small page."], [("index.html", "Home")])
+            await self.send(writer, path, 200, [], body)
+            return
+        if name not in (*DENSE_PAGES, "index.html"):
+            await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+            return
+        key = "links.html" if name.startswith("links") else name
+        if key not in self._dense:
+            self._dense[key] = dense_page(key)
+        body = self._dense[key]
+        await self.send(writer, path, 200, [], body, length=name != "links-stream.html")
 
     async def reset(self, writer: asyncio.StreamWriter, key: str) -> None:
         """Half the headers, then RST: SO_LINGER 0 makes close() abort the connection."""

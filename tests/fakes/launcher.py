@@ -159,7 +159,7 @@ def start_fake_github(tmp_path: Path | str, **options: Any) -> FakeServer:
 
 def start_fake_docs(tmp_path: Path | str, **options: Any) -> FakeServer:
     """Options: ``host`` (127.0.0.2), ``sites``, ``pages``, ``page_kb``, ``latency_ms``,
-    ``jitter``."""
+    ``jitter``, ``fixtures`` (a directory of real pages)."""
     return _start("docs", tmp_path, options)
 
 

@@ -1,0 +1,536 @@
+"""HTML to GitHub-flavoured Markdown, and the visible text, in one iterative pass over lxml.
+
+Why our own walker (benchmarks/markdown.py has the measurement): code blocks must come out
+byte-exact with their language, tables whose cells hold code must not be flattened, and a page
+nested 1,500 ``<div>`` deep must not raise ``RecursionError``. The walk is ``etree.iterwalk``
+(C, no Python recursion) driving an explicit stack of frames; each block container (list item,
+quote, table cell…) collects its own blocks and is indented or prefixed into its parent when it
+ends.
+
+``text`` comes from the same walk and keeps the meaning it always had: every text and tail of a
+kept element, joined by spaces, whitespace runs collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+from lxml import etree
+
+# Never content: what these hold is not text a reader sees.
+INVISIBLE = frozenset({"script", "style", "noscript", "template", "nav", "footer", "svg", "form",
+                       "button", "input", "select", "textarea", "iframe", "object", "canvas",
+                       "head", "title", "meta", "link"})
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+# ``headings`` has always been h1–h4: deeper levels are too fine-grained to describe a page.
+LISTED_HEADING_LEVEL = 4
+BLOCKS = frozenset({"p", "div", "section", "article", "main", "aside", "figure", "figcaption",
+                    "address", "center", "details", "fieldset", "hgroup", "header", "body",
+                    "html", "dl"})
+EMPHASIS = {"em": "*", "i": "*", "cite": "*", "var": "*", "dfn": "*",
+            "strong": "**", "b": "**", "del": "~~", "s": "~~", "strike": "~~"}
+INLINE_CODE = frozenset({"code", "kbd", "samp", "tt"})
+INLINE_IN_HEADING = INLINE_CODE | EMPHASIS.keys() | {"a", "img"}
+CELLS = frozenset({"td", "th"})
+# Where a paragraph ends, also for a container rendered flat beyond MAX_NESTING.
+BLOCK_ENDS = BLOCKS | CELLS | {"tr", "tbody", "thead", "tfoot", "li", "dd", "dt", "ul", "ol",
+                              "menu", "blockquote", "table", "caption", "summary"}
+# Markdown readers stop nesting long before this; deeper containers render flat, so a page
+# nested 100,000 lists deep costs linear, not quadratic, indentation.
+MAX_NESTING = 24
+MAX_FRAMES = 3 * MAX_NESTING
+ADMONITION_CLASSES = frozenset({"admonition", "theme-admonition", "custom-block", "alert"})
+ADMONITION_TITLES = frozenset({"admonition-title", "custom-block-title"})
+# Generators' line numbers inside or beside a code block: not part of the code.
+LINE_NUMBER_CLASSES = frozenset({"linenos", "lineno", "linenodiv", "line-numbers-rows"})
+
+_LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight|sourceCode)-([\w+#.-]+)")
+# Sphinx's "default" highlighting is its lenient Python 3 lexer.
+_LANGUAGE_ALIASES = {"default": "python", "python3": "python", "none": "", "plaintext": "text"}
+_WHITESPACE = re.compile(r"\s+")
+_HARD_BREAK = "\x00"
+_BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,})")
+_INLINE_ESCAPE = re.compile(r"([*`\\]|<(?=[A-Za-z/!?]))")
+_BACKTICKS = re.compile(r"`+")
+_LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
+
+Skip = Callable[[etree._Element], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Converted:
+    markdown: str
+    text: str
+    headings: list[str]
+
+
+def classes(element: etree._Element) -> set[str]:
+    value = element.get("class")
+    return set(value.split()) if value else set()
+
+
+def code_language(pre: etree._Element) -> str:
+    """The language a generator marked a code block with: on the ``<pre>``, its ``<code>`` or a
+    wrapping element (Sphinx ``div.highlight-python``, VitePress ``div.language-sh``), nearest
+    first."""
+    candidates = [pre, *pre.iterchildren("code")]
+    parent = pre.getparent()
+    # Up to the wrapper of a Pygments line-number table: div > table > tbody > tr > td > div.
+    for _ in range(6):
+        if parent is None:
+            break
+        candidates.append(parent)
+        parent = parent.getparent()
+    return language_of(element.get("class") or "" for element in candidates)
+
+
+def language_of(class_attributes: Iterable[str]) -> str:
+    """The first language named by ``class`` attributes, nearest element first."""
+    for value in class_attributes:
+        match = _LANGUAGE.search(value)
+        if match:
+            name = match.group(1).lower()
+            return _LANGUAGE_ALIASES.get(name, name)
+    return ""
+
+
+def fence(code: str, language: str) -> str:
+    code = code.removesuffix("\n")
+    longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
+    marks = "`" * max(3, longest + 1)
+    return f"{marks}{language}\n{code}\n{marks}"
+
+
+def inline_code(raw: str) -> str:
+    code = _WHITESPACE.sub(" ", raw)
+    if not code.strip():
+        return code
+    longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
+    marks = "`" * (longest + 1)
+    pad = " " if code.startswith("`") or code.endswith("`") else ""
+    return f"{marks}{pad}{code}{pad}{marks}"
+
+
+def escape(text: str) -> str:
+    if "*" in text or "`" in text or "\\" in text or "<" in text:
+        return _INLINE_ESCAPE.sub(r"\\\1", text)
+    return text
+
+
+def collapse(inline: list[str]) -> str:
+    # str.split() and re's \s agree on what whitespace is (str.isspace); split is faster.
+    return " ".join("".join(inline).split())
+
+
+def indent(block: str, first: str, rest: str) -> str:
+    lines = block.split("\n")
+    return "\n".join([first + lines[0], *(rest + line if line else "" for line in lines[1:])])
+
+
+@dataclass(slots=True)
+class Frame:
+    """What one element collects until it ends: finished blocks, and the inline run after them."""
+
+    kind: str
+    element: etree._Element | None
+    blocks: list[str] = field(default_factory=list)
+    inline: list[str] = field(default_factory=list)
+    # list: ordered?, next number; table: rows of cells; cell: header?
+    ordered: bool = False
+    number: int = 1
+    rows: list[list[tuple[bool, list[str]]]] = field(default_factory=list)
+    header: bool = False
+
+    def flush(self) -> None:
+        if not self.inline:
+            return
+        paragraph = collapse(self.inline)
+        self.inline.clear()
+        if paragraph:
+            paragraph = paragraph.replace(f" {_HARD_BREAK}", _HARD_BREAK)
+            paragraph = paragraph.replace(f"{_HARD_BREAK} ", _HARD_BREAK).strip(_HARD_BREAK)
+            if _BLOCK_START.match(paragraph):
+                paragraph = "\\" + paragraph
+            self.blocks.append(paragraph.replace(_HARD_BREAK, "\\\n"))
+
+    def take(self) -> str:
+        self.flush()
+        return "\n\n".join(block for block in self.blocks if block)
+
+
+class Walker:
+    """One page: ``run`` walks the tree once and returns its Markdown, text and headings."""
+
+    def __init__(self, base_url: str, skip: Skip | None) -> None:
+        self.base_url = base_url
+        self.skip = skip
+        self.stack: list[Frame] = [Frame("root", None)]
+        self.text: list[str] = []
+        self.headings: list[str] = []
+        self.containers = 0  # frames that indent or prefix: bounded by MAX_NESTING
+        self.in_heading = False  # headings hold inline markup only
+        self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
+        self.in_link = False  # a link inside a link is its text
+
+    @property
+    def top(self) -> Frame:
+        return self.stack[-1]
+
+    # ----------------------------------------------------------------------- the walk
+
+    def run(self, root: etree._Element) -> Converted:
+        walker = etree.iterwalk(root, events=("start", "end"))
+        skipped: etree._Element | None = None
+        for event, element in walker:
+            if skipped is not None:
+                # A skipped element's tail is visible text. lxml may or may not send the "end"
+                # of a skipped subtree; either way its tail comes before whatever comes next.
+                self.add_text(skipped.tail)
+                if event == "end" and element is skipped:
+                    skipped = None
+                    continue
+                skipped = None
+            if event == "start":
+                if self.hidden(element):
+                    walker.skip_subtree()
+                    skipped = element
+                    continue
+                self.start(element)
+                if element.text:
+                    self.add_text(element.text)
+            else:
+                self.end(element)
+                if element is not root:
+                    self.add_text(element.tail)
+        markdown = self.stack[0].take()
+        return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
+
+    def hidden(self, element: etree._Element) -> bool:
+        tag = element.tag
+        if not isinstance(tag, str):  # comments, processing instructions
+            return True
+        tag = tag.lower()
+        if tag in INVISIBLE:
+            return True
+        if tag == "header" and element.find(".//h1") is None:
+            return True  # a page header; an article's own header holds its title
+        if classes(element) & LINE_NUMBER_CLASSES:
+            return True
+        if self.top.kind == "pre":
+            return False  # code is kept whole, even a token whose class looks like furniture
+        return self.skip is not None and self.skip(element)
+
+    def add_text(self, text: str | None) -> None:
+        if not text:
+            return
+        self.text.append(text)
+        if self.in_heading:
+            self.heading_text.append(text)
+        top = self.top
+        if top.kind in ("pre", "code"):
+            top.inline.append(text)
+        elif top.kind in ("list", "table") and not text.strip():
+            return  # whitespace between items and rows
+        else:
+            top.inline.append(escape(text))
+
+    # ----------------------------------------------------------------------- start tags
+
+    def push(self, kind: str, element: etree._Element, **extra: object) -> Frame:
+        frame = Frame(kind, element, **extra)  # type: ignore[arg-type]
+        self.stack.append(frame)
+        return frame
+
+    def start(self, element: etree._Element) -> None:
+        tag = element.tag.lower()
+        top = self.top
+        if top.kind == "pre":
+            if tag == "br":
+                top.inline.append("\n")
+            return
+        if top.kind == "code" or (self.in_heading and tag not in INLINE_IN_HEADING):
+            if tag == "br":
+                top.inline.append(" ")
+            return
+        if tag == "pre":
+            top.flush()
+            self.push("pre", element)
+        elif tag in HEADINGS:
+            top.flush()
+            self.in_heading = True
+            self.push("heading", element)
+        elif len(self.stack) >= MAX_FRAMES and (tag in INLINE_CODE or tag in EMPHASIS
+                                                 or tag == "a"):
+            return  # markup nested this deep is noise: its text flows on unformatted
+        elif tag in INLINE_CODE:
+            self.push("code", element)
+        elif tag == "a" and not self.in_link:
+            self.in_link = True
+            self.push("link", element)
+        elif tag in EMPHASIS:
+            self.push("emphasis", element)
+        elif tag == "img":
+            self.image(element)
+        elif tag == "br":
+            top.inline.append(_HARD_BREAK)
+        elif tag == "label":
+            top.inline.append(" ")  # tab and form labels sit side by side without spaces
+        elif tag == "hr":
+            top.flush()
+            top.blocks.append("---")
+        elif self.containers >= MAX_NESTING:
+            top.flush()
+        elif tag in ("ul", "ol", "menu"):
+            top.flush()
+            self.containers += 1
+            start = element.get("start", "1").strip()
+            self.push("list", element, ordered=tag == "ol",
+                      number=int(start) if start.isdigit() else 1)
+        elif tag in ("li", "dd"):
+            top.flush()
+            self.containers += 1
+            self.push(tag, element)
+        elif tag == "blockquote" or (tag in ("div", "aside", "details")
+                                     and classes(element) & ADMONITION_CLASSES):
+            top.flush()
+            self.containers += 1
+            self.push("quote", element)
+        elif tag == "table" and "highlighttable" not in classes(element):
+            top.flush()
+            self.containers += 1
+            self.push("table", element)
+        elif tag == "tr" and top.kind == "table":
+            top.rows.append([])
+        elif tag in CELLS and top.kind == "table":
+            self.containers += 1
+            if not top.rows:
+                top.rows.append([])
+            self.push("cell", element, header=tag == "th" or self.in_thead(element))
+        elif tag == "caption" and top.kind == "table":
+            self.containers += 1
+            self.push("caption", element)
+        elif tag in ("dt", "summary") or classes(element) & ADMONITION_TITLES or any(
+                name.startswith("admonitionHeading") for name in classes(element)):
+            top.flush()
+            self.push("title", element)
+        elif tag in BLOCKS or tag in ("tr", "td", "th", "tbody", "thead", "tfoot"):
+            top.flush()
+
+    @staticmethod
+    def in_thead(cell: etree._Element) -> bool:
+        row = cell.getparent()
+        section = row.getparent() if row is not None else None
+        return section is not None and section.tag == "thead"
+
+    def image(self, element: etree._Element) -> None:
+        alt = _WHITESPACE.sub(" ", element.get("alt") or "").strip()
+        src = (element.get("src") or "").strip()
+        if src and not src.startswith("data:"):
+            alt = alt.replace("]", "\\]")
+            self.top.inline.append(f"![{alt}]({self.url(src)})")
+        elif alt:
+            self.top.inline.append(escape(alt))
+
+    def url(self, href: str) -> str:
+        url = urljoin(self.base_url, href.strip())
+        return f"<{url}>" if any(c in url for c in " ()<>") else url
+
+    # ----------------------------------------------------------------------- end tags
+
+    def end(self, element: etree._Element) -> None:
+        top = self.top
+        if top.element is not element:
+            if element.tag in BLOCK_ENDS:
+                top.flush()
+            return
+        frame = self.stack.pop()
+        parent = self.top
+        finish = getattr(self, f"end_{frame.kind}")
+        finish(frame, parent)
+
+    def end_pre(self, frame: Frame, parent: Frame) -> None:
+        parent.blocks.append(fence("".join(frame.inline), code_language(frame.element)))
+
+    def end_heading(self, frame: Frame, parent: Frame) -> None:
+        self.in_heading = False
+        text = collapse(frame.inline).replace(_HARD_BREAK, " ")
+        if text:
+            level = HEADINGS[frame.element.tag.lower()]
+            parent.blocks.append(f"{'#' * level} {text}")
+            if level <= LISTED_HEADING_LEVEL:
+                self.headings.append(collapse(self.heading_text))
+        self.heading_text.clear()
+
+    def end_code(self, frame: Frame, parent: Frame) -> None:
+        parent.inline.append(inline_code("".join(frame.inline)))
+
+    def end_link(self, frame: Frame, parent: Frame) -> None:
+        self.in_link = False
+        if frame.blocks:  # a link around blocks (cards): keep the blocks, drop the target
+            self.merge(frame, parent)
+            return
+        label = collapse(frame.inline).replace(_HARD_BREAK, " ")
+        href = (frame.element.get("href") or "").strip()
+        if not label:
+            return
+        if not href or href.lower().startswith(("javascript:", "data:")):
+            parent.inline.append(label)
+        else:
+            label = label.replace("[", "\\[").replace("]", "\\]")
+            parent.inline.append(f"[{label}]({self.url(href)})")
+
+    def end_emphasis(self, frame: Frame, parent: Frame) -> None:
+        if frame.blocks:
+            self.merge(frame, parent)
+            return
+        raw = "".join(frame.inline)
+        inner = raw.strip()
+        if not inner:
+            parent.inline.append(raw)
+            return
+        mark = EMPHASIS[frame.element.tag.lower()]
+        lead = " " if raw[:1].isspace() else ""
+        trail = " " if raw[-1:].isspace() else ""
+        parent.inline.append(f"{lead}{mark}{inner}{mark}{trail}")
+
+    def end_title(self, frame: Frame, parent: Frame) -> None:
+        title = frame.take()
+        if title:
+            parent.flush()
+            parent.blocks.append(f"**{title}**" if "\n" not in title else title)
+
+    def merge(self, frame: Frame, parent: Frame) -> None:
+        parent.flush()
+        body = frame.take()
+        if body:
+            parent.blocks.append(body)
+
+    def end_list(self, frame: Frame, parent: Frame) -> None:
+        self.containers -= 1
+        frame.flush()  # stray text directly in the list becomes an item of its own
+        items = frame.blocks
+        if items:
+            loose = any("\n\n" in item for item in items)
+            parent.flush()
+            parent.blocks.append(("\n\n" if loose else "\n").join(items))
+
+    def list_marker(self) -> tuple[Frame | None, str]:
+        owner = self.top if self.top.kind == "list" else None
+        if owner is None or not owner.ordered:
+            return owner, "- "
+        marker = f"{owner.number}. "
+        owner.number += 1
+        return owner, marker
+
+    def end_li(self, frame: Frame, parent: Frame) -> None:
+        self.containers -= 1
+        frame.flush()
+        # A sublist right after the item's text belongs to it without a blank line: the
+        # list stays tight, as the page shows it.
+        body = ""
+        for block in frame.blocks:
+            joint = "\n" if _LIST_ITEM.match(block) else "\n\n"
+            body = f"{body}{joint}{block}" if body else block
+        _, marker = self.list_marker()
+        item = indent(body, marker, " " * len(marker)) if body else marker.rstrip()
+        if parent.kind == "list":
+            parent.blocks.append(item)
+        else:
+            parent.flush()
+            parent.blocks.append(item)
+
+    def end_dd(self, frame: Frame, parent: Frame) -> None:
+        self.containers -= 1
+        body = frame.take()
+        if body:
+            parent.flush()
+            parent.blocks.append(indent(body, ": ", "  "))
+
+    def end_quote(self, frame: Frame, parent: Frame) -> None:
+        self.containers -= 1
+        body = frame.take()
+        if body:
+            parent.flush()
+            parent.blocks.append(indent(body, "> ", "> ").replace("\n> \n", "\n>\n")
+                                 .replace("\n\n", "\n>\n"))
+
+    def end_caption(self, frame: Frame, parent: Frame) -> None:
+        self.containers -= 1
+        caption = frame.take()
+        if caption:
+            parent.blocks.append(f"*{caption}*" if "\n" not in caption else caption)
+
+    def end_cell(self, frame: Frame, parent: Frame) -> None:
+        self.containers -= 1
+        blocks = [block for block in (*frame.blocks, collapse(frame.inline)) if block]
+        frame.inline.clear()
+        colspan = frame.element.get("colspan", "1").strip()
+        span = min(int(colspan), 100) if colspan.isdigit() and int(colspan) > 0 else 1
+        row = parent.rows[-1]
+        row.append((frame.header, blocks))
+        row.extend((frame.header, []) for _ in range(span - 1))
+
+    def end_table(self, frame: Frame, parent: Frame) -> None:
+        self.containers -= 1
+        frame.flush()
+        rows = [row for row in frame.rows if row]
+        parent.flush()
+        parent.blocks.extend(frame.blocks)  # caption and any stray text, before the table
+        if not rows:
+            return
+        simple = all(len(blocks) <= 1 and "\n" not in "".join(blocks)
+                     for row in rows for _, blocks in row)
+        parent.blocks.append(pipe_table(rows) if simple else table_as_list(rows))
+
+
+def cell_text(blocks: list[str]) -> str:
+    return "".join(blocks).replace("|", "\\|").replace("\\\n", "<br>").replace(_HARD_BREAK, "<br>")
+
+
+def pipe_table(rows: list[list[tuple[bool, list[str]]]]) -> str:
+    """A GFM pipe table; a table without a header row (docutils) gets an empty one, since GFM
+    needs one and promoting the first data row would misstate it."""
+    width = max(len(row) for row in rows)
+    if not all(is_header for is_header, _ in rows[0]):
+        rows = [[(True, [])] * width, *rows]
+    lines = []
+    for number, row in enumerate(rows):
+        cells = [cell_text(blocks) for _, blocks in row] + [""] * (width - len(row))
+        lines.append("| " + " | ".join(cells) + " |")
+        if number == 0:
+            lines.append("|" + " --- |" * width)
+    return "\n".join(lines)
+
+
+def table_as_list(rows: list[list[tuple[bool, list[str]]]]) -> str:
+    """A table whose cells hold blocks (code, lists, paragraphs): one list item per row, each
+    cell under its column's header, so no code block is squeezed into a pipe-table row."""
+    header: list[str] = []
+    if all(is_header for is_header, _ in rows[0]) and len(rows) > 1:
+        header = ["".join(blocks) for _, blocks in rows[0]]
+        rows = rows[1:]
+    items = []
+    for row in rows:
+        parts: list[str] = []
+        for column, (_, blocks) in enumerate(row):
+            if not blocks:
+                continue
+            name = header[column] if column < len(header) else ""
+            if name and "\n" not in blocks[0] and not blocks[0].startswith(("```", "|", "- ")):
+                parts.append(f"**{name}**: {blocks[0]}")
+                parts.extend(blocks[1:])
+            else:
+                parts.extend([f"**{name}**:"] if name else [])
+                parts.extend(blocks)
+        if parts:
+            items.append(indent("\n\n".join(parts), "- ", "  "))
+    return "\n\n".join(items)
+
+
+def convert(root: etree._Element, base_url: str, skip: Skip | None = None) -> Converted:
+    """Markdown, visible text and h1–h4 headings of ``root``; ``skip(element)`` drops an element
+    with everything in it (navigation, buttons) but not the text that follows it."""
+    return Walker(base_url, skip).run(root)

@@ -1,0 +1,201 @@
+"""Docs pages as Markdown: the real pages in shared/fixtures/docs, as their sites served them
+(tests/docs_fixtures.py says what each holds), and pages built to break a converter."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from parsel import Selector
+
+from benchmarks.markdown import CONTENDERS
+from scraper.items import DocPageItem, content_hash
+from scraper.parsers.docs import extract_page
+from scraper.parsers.markdown import MAX_NESTING
+from tests.docs_fixtures import (
+    PAGES,
+    Fixture,
+    fenced_blocks,
+    fixture_html,
+    html_tables,
+    outside_code,
+    pipe_tables,
+    pre_texts,
+)
+from tests.fakes.docs import FIXTURE_LAST_MODIFIED
+from tests.support import REPO_ROOT, Collector
+
+PAGE_URL = "https://docs.example.org/guide/page.html"
+IDS = [page.name for page in PAGES]
+
+@pytest.fixture(scope="module", params=PAGES, ids=IDS)
+def page(request: pytest.FixtureRequest) -> tuple[Fixture, str, Any]:
+    fixture = request.param
+    html = fixture_html(fixture)
+    return fixture, html, extract_page(Selector(text=html), PAGE_URL)
+
+
+def test_every_code_block_byte_exact_with_its_language(page) -> None:
+    fixture, html, doc = page
+    expected = pre_texts(html)
+    assert len(expected) == len(fixture.languages)
+    assert fenced_blocks(doc.markdown) == list(zip(fixture.languages, expected, strict=True))
+
+
+def test_headings_in_order(page) -> None:
+    fixture, _, doc = page
+    lines = [line for line in outside_code(doc.markdown) if re.match(r"#{1,6} ", line)]
+    assert [(len(line.split(" ", 1)[0]), line.split(" ", 1)[1]) for line in lines] == \
+        fixture.headings
+    assert doc.headings == [text for level, text in fixture.headings if level <= 4]
+
+
+def test_tables_keep_rows_and_columns(page) -> None:
+    fixture, html, doc = page
+    tables = pipe_tables(doc.markdown)
+    shapes = []
+    for table in tables:
+        # A headerless table (docutils) has an empty header line that is not one of its rows.
+        rows = table[1:] if not any(table[0]) else table
+        shapes.append((len(rows), len(table[0])))
+        assert all(len(row) == len(table[0]) for row in table)
+    assert shapes == html_tables(html)
+    header, first = fixture.table
+    assert any(table[0] == header and table[1] == first for table in tables), tables
+
+
+def test_no_site_furniture_in_markdown_or_text(page) -> None:
+    fixture, _, doc = page
+    for label in fixture.furniture:
+        assert label not in doc.markdown, label
+        assert label not in doc.text, label
+
+
+def test_metadata_and_text(page) -> None:
+    fixture, _, doc = page
+    assert doc.canonical_url == fixture.canonical_url
+    assert doc.lang == fixture.lang
+    assert doc.last_modified == fixture.last_modified
+    assert doc.text and "  " not in doc.text and doc.text == doc.text.strip()
+    assert doc.title
+    if fixture.nested:
+        assert fixture.nested in doc.markdown.split("\n")
+
+
+def test_code_inside_a_list_item_is_indented_as_markdown_requires() -> None:
+    html = fixture_html(PAGES[0])
+    markdown = extract_page(Selector(text=html), PAGE_URL).markdown
+    assert "\n  ```ini\n  [build_ext]\n  use_system_sqlite_config = True\n  ```\n" in markdown
+
+
+def convert(body: str) -> Any:
+    return extract_page(Selector(text=f"<html><body><main>{body}</main></body></html>"),
+                        "https://h.example/docs/a/page.html")
+
+
+def test_constructs_the_fixtures_lack() -> None:
+    doc = convert(
+        '<div class="admonition note"><p class="admonition-title">Note</p><p>Mind it.</p></div>'
+        "<dl><dt>timeout</dt><dd><p>Seconds.</p></dd></dl>"
+        '<table><thead><tr><th>Name</th><th>Example</th></tr></thead><tbody><tr><td>a|b</td>'
+        '<td><div class="highlight-python"><pre>x = 1\n\n  y = 2\n</pre></div></td></tr>'
+        "</tbody></table>"
+        '<p><img src="../img/d.png" alt="Diagram"> <a href="/x">see <code>a`b</code></a> '
+        "<strong> bold </strong>and *stars*</p>"
+        "<pre><code class=\"language-md\">```\nfence\n```</code></pre>"
+        '<ol start="3"><li>three</li><li>four<ul><li>deep</li></ul></li></ol>')
+    assert doc.markdown == (
+        "> **Note**\n>\n> Mind it.\n\n"
+        "**timeout**\n\n: Seconds.\n\n"
+        "- **Name**: a|b\n\n  **Example**:\n\n  ```python\n  x = 1\n\n    y = 2\n  ```\n\n"
+        "![Diagram](https://h.example/docs/img/d.png) [see ``a`b``](https://h.example/x) "
+        "**bold** and \\*stars\\*\n\n"
+        "````md\n```\nfence\n```\n````\n\n"
+        "3. three\n4. four\n   - deep")
+
+
+def test_deeply_nested_and_huge_pages_never_raise() -> None:
+    deep = convert("<div>" * 1600 + "<p>deep inside</p>" + "</div>" * 1600)
+    assert deep.text == "deep inside" and deep.markdown == "deep inside"
+    # 1,000 lists are 2,000 elements deep, about as deep as libxml2 builds a tree at all.
+    lists = convert("<ul><li>" * 1000 + "bottom" + "</li></ul>" * 1000)
+    assert lists.markdown.endswith("bottom")
+    # Beyond MAX_NESTING containers render flat: indentation stays bounded.
+    widest = max(len(line) - len(line.lstrip()) for line in lists.markdown.split("\n"))
+    assert widest <= 2 * MAX_NESTING
+    many = convert("<ul>" + "<li>item</li>" * 100_000 + "</ul>")
+    assert many.markdown.count("- item") == 100_000
+    spans = convert("<p>" + "<em>" * 1500 + "x" + "</em>" * 1500 + "</p>")
+    assert "x" in spans.markdown
+
+
+@pytest.mark.timeout(90)
+def test_scrapy_crawl_docs_writes_markdown_items(collector: Collector, fake_docs) -> None:
+    """The real spider against the fake docs host serving the fixture pages byte-exact."""
+    urls = [f"{fake_docs.url()}/fixtures/{page.name}/" for page in PAGES]
+    collector.configure(docs_urls=urls, spiders={"docs": {"max_pages_per_site": 1}})
+    result = collector.crawl("docs", timeout=90)
+    assert result.returncode == 0, result.stderr[-3000:]
+    items = {item["url"]: item for item in collector.items("docs")}
+    assert sorted(items) == sorted(urls)
+    for fixture, url in zip(PAGES, urls, strict=True):
+        item = items[url]
+        html = fixture_html(fixture)
+        assert [code for _, code in fenced_blocks(item["markdown"])] == pre_texts(html)
+        assert item["headings"] == [text for level, text in fixture.headings if level <= 4]
+        assert item["lang"] == fixture.lang
+        assert item["canonical_url"] == fixture.canonical_url
+        assert FIXTURE_LAST_MODIFIED == "Sat, 01 Aug 2026 10:00:00 GMT"
+        assert item["last_modified"] == "2026-08-01T10:00:00Z"
+
+
+def test_markdown_benchmark_runs_and_reports_every_contender(tmp_path) -> None:
+    """Only that it runs end to end and reports: no figure is looked at here."""
+    out = tmp_path / "markdown.json"
+    result = subprocess.run([sys.executable, "-m", "benchmarks.markdown", "--scale", "tiny",
+                             "--out", str(out)], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert set(results["contenders"]) | set(results["skipped"]) == set(CONTENDERS)
+    assert "walker" in results["contenders"] and "walker ours" in result.stdout
+
+
+def test_content_hash_takes_own_site_links_by_path_and_sees_code_changes() -> None:
+    def item(origin: str, markdown: str) -> DocPageItem:
+        return DocPageItem(url=f"{origin}/docs/page.html", title="T", headings=["T"],
+                           markdown=markdown.format(origin=origin), text="ignored")
+
+    page = "# T\n\n[Next]({origin}/docs/next.html) ![d](<{origin}/a b.png>)\n\n```py\nx = 1\n```"
+    here, mirror = item("https://a.example", page), item("http://b.example:8080", page)
+    assert content_hash(here) == content_hash(mirror)
+    for changed in (page.replace("next.html", "other.html"), page.replace("x = 1", "x = 2"),
+                    page.replace("x = 1", "x =  1")):
+        assert content_hash(item("https://a.example", changed)) != content_hash(here)
+    elsewhere = page.replace("[Next]({origin}", "[Next](https://c.example")
+    assert content_hash(item("https://a.example", elsewhere)) != content_hash(here)
+    # text is not hashed: markdown, from the same tree, already says it.
+    assert content_hash(DocPageItem(here, text="other")) == content_hash(here)
+
+
+def test_line_numbers_and_copy_buttons_go_code_tokens_stay() -> None:
+    doc = convert(
+        '<div class="highlight-python"><table class="highlighttable"><tr>'
+        '<td class="linenos"><div class="linenodiv"><pre>1\n2</pre></div></td>'
+        '<td class="code"><div class="highlight"><pre><span class="linenos">1</span>'
+        '<span class="copy">a</span> = 1\n<span class="linenos">2</span>b = 2\n</pre>'
+        '</div></td></tr></table></div><button class="copybtn">Copy</button>')
+    assert doc.markdown == "```python\na = 1\nb = 2\n```"
+
+
+def test_text_after_skipped_elements_comes_once_and_in_order() -> None:
+    doc = convert('<h2><a href="#x">Foo <b>bar</b></a> baz<a class="headerlink" href="#h">¶</a>'
+                  '</h2><p>a<button>Copy</button> b <span class="headerlink">¶</span>c</p>')
+    assert doc.headings == ["Foo bar baz"]
+    assert doc.text == "Foo bar baz a b c"
+    assert doc.markdown == ("## [Foo **bar**](https://h.example/docs/a/page.html#x) baz\n\n"
+                            "a b c")
