@@ -157,7 +157,8 @@ def test_window_length_is_learned_from_the_reset_jump(tmp_path: Path) -> None:
     store.complete(ticket, SEARCH, rate(9, first_reset))
     assert next(r for r in store.buckets() if r["resource"] == "search")["window_s"] == 60.0
     clock.now = first_reset + 0.2
-    store.complete(None, SEARCH, rate(9, first_reset + 4))  # the next window: a 4 s jump
+    ticket, _ = send(store, clock)  # sent in a projected (guessed) window of the next minute
+    store.complete(ticket, SEARCH, rate(9, first_reset + 4))  # the headers: a 4 s jump
     clock.now = first_reset + 1.0
     store.complete(None, SEARCH, rate(9, first_reset + 3))  # a late answer: not a jump
     other = make_store(tmp_path, clock, pid=2)  # another worker, same configured guess

@@ -76,7 +76,8 @@ CREATE INDEX IF NOT EXISTS tickets_by_bucket ON tickets (identity, resource, slo
 CREATE TABLE IF NOT EXISTS windows (
     identity TEXT NOT NULL,
     resource TEXT NOT NULL,
-    learned_s REAL NOT NULL,          -- the shortest jump of x-ratelimit-reset between windows
+    last_reset REAL NOT NULL,         -- the newest x-ratelimit-reset the headers gave
+    learned_s REAL,                   -- the shortest jump of that reset between windows
     PRIMARY KEY (identity, resource)
 );
 """
@@ -457,8 +458,7 @@ class BudgetStore:
             bucket.remaining = min(bucket.remaining or 0, rate.remaining)
         elif (bucket.source != "headers" or bucket.reset_at is None
               or rate.reset > bucket.reset_at):
-            if bucket.source == "headers" and bucket.reset_at is not None:
-                self._learn_window(bucket, rate.reset - bucket.reset_at)
+            self._learn_window(bucket, rate.reset)
             bucket.remaining, bucket.reset_at = rate.remaining, rate.reset
         else:
             return  # a late answer from an older window
@@ -470,18 +470,51 @@ class BudgetStore:
                                  "resource = ?", (key.identity, key.resource)).fetchone()
         return row[0] if row else None
 
-    def _learn_window(self, bucket: _Bucket, jump: float) -> None:
-        """A new window's reset came ``jump`` seconds after the last one's. A window starts at
-        the first request after the previous reset, so a jump is never shorter than the window
-        (whole seconds, rounded up: at most a second longer), and the shortest jump seen is the
-        window's length wherever requests keep coming."""
-        if not bucket.capped or jump < 1.0 or jump >= bucket.window_s:
+    def _learn_window(self, bucket: _Bucket, reset: float) -> None:
+        """The headers gave a window ending at ``reset``. A window starts at the first request
+        after the previous reset, so the jump from the previous header reset is never shorter
+        than the window (whole seconds, rounded up: at most a second longer), and the shortest
+        jump seen is the window's length wherever requests keep coming. Projected (guessed)
+        windows in between do not count: only resets the headers gave."""
+        if not bucket.capped:
             return
-        self._conn.execute(
-            "INSERT INTO windows VALUES (?, ?, ?) ON CONFLICT (identity, resource) "
-            "DO UPDATE SET learned_s = min(learned_s, excluded.learned_s)",
-            (bucket.identity, bucket.resource, jump))
-        bucket.window_s = jump
+        row = self._conn.execute("SELECT last_reset, learned_s FROM windows WHERE identity = ? "
+                                 "AND resource = ?", (bucket.identity, bucket.resource)).fetchone()
+        if row is None:
+            self._conn.execute("INSERT INTO windows VALUES (?, ?, ?, NULL)",
+                               (bucket.identity, bucket.resource, reset))
+            return
+        last_reset, learned = row
+        if reset <= last_reset + 0.5:
+            return  # the same window (answers out of order), or an older one
+        jump = reset - last_reset
+        if jump >= 1.0 and jump < (learned or math.inf):
+            learned = jump
+        self._conn.execute("UPDATE windows SET last_reset = ?, learned_s = ? WHERE identity = ? "
+                           "AND resource = ?", (reset, learned, bucket.identity, bucket.resource))
+        if learned is not None and learned < bucket.window_s:
+            bucket.window_s = learned
+            self._replan_waiting(bucket, self.clock())
+
+    def _replan_waiting(self, bucket: _Bucket, now: float) -> None:
+        """Book every waiting ticket again, in order, at the pace of a window just learned:
+        they were spaced for the longer guess (their processes see it in :meth:`slot_of`)."""
+        waiting = self._conn.execute(
+            "SELECT id, pid FROM tickets WHERE identity = ? AND resource = ? AND sent_at IS NULL "
+            "ORDER BY slot_at", (bucket.identity, bucket.resource)).fetchall()
+        self._conn.execute("DELETE FROM tickets WHERE identity = ? AND resource = ? AND "
+                           "sent_at IS NULL", (bucket.identity, bucket.resource))
+        for ticket_id, pid in waiting:
+            self._conn.execute("INSERT INTO tickets (id, identity, resource, pid, slot_at) "
+                               "VALUES (?, ?, ?, ?, ?)", (ticket_id, bucket.identity,
+                                                          bucket.resource, pid,
+                                                          self._plan(bucket, now, now, None)))
+
+    def slot_of(self, ticket: Ticket) -> float:
+        """The ticket's slot as booked now: re-booking may have moved it."""
+        row = self._conn.execute("SELECT slot_at FROM tickets WHERE id = ?",
+                                 (ticket.id,)).fetchone()
+        return row[0] if row else ticket.slot_at
 
     def complete(self, ticket: Ticket | None, key: BucketKey, rate: RateHeaders, *,
                  counted: bool = True, success: bool = True) -> None:

@@ -250,7 +250,7 @@ class BudgetMiddleware:
             if self._stopped():
                 self.store.cancel(ticket)
                 return False
-            left = ticket.slot_at - self.clock()
+            left = self.store.slot_of(ticket) - self.clock()
             if left <= 0:
                 return True
             await sleep(min(left, SLEEP_CHUNK))
