@@ -21,8 +21,8 @@ import scrapy
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from scraper.downloadermiddlewares.githubauth import origin
 from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
+from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
 from scraper.layout import DataLayout
 from scraper.searchslices import (
