@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import scrapy
+from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -95,27 +96,41 @@ class SearchSpider(CollectorSpider):
     custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}
 
     _plans: SlicePlanStore | None = None
+    api_origin: tuple[str, str, int | None]
+    rounds: dict[str, QueryRound]
+    complete: bool
 
-    async def start(self) -> AsyncIterator[scrapy.Request]:
-        section = self.config.search
-        self.api_origin = origin(self.config.github.api_url)
-        self.rounds: dict[str, QueryRound] = {}
-        self._sweep_ids = 0
-        complete = section.complete
-        if complete and self.settings.getbool("COLLECTOR_DISTRIBUTED"):
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SearchSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, SearchSpider)
+        spider.api_origin = origin(spider.config.github.api_url)
+        spider.rounds = {}
+        spider._sweep_ids = 0
+        spider.complete = spider.config.search.complete
+        if spider.complete and crawler.settings.getbool("COLLECTOR_DISTRIBUTED"):
             # A plan lives in one process's memory while it is made; a shared queue would hand
             # its probes to other workers.
-            self.logger.warning("spiders.search.complete is not supported in the distributed "
-                                "mode yet: each query collects its first %d results only",
-                                RESULTS_CAP)
-            complete = False
-        self.complete = complete
+            spider.logger.warning("spiders.search.complete is not supported in the distributed "
+                                  "mode yet: each query collects its first %d results only",
+                                  RESULTS_CAP)
+            spider.complete = False
+        return spider
+
+    def state(self, query: str) -> QueryRound:
+        """The query's round state; made on first sight in a worker that did not start it (the
+        distributed mode hands out requests another worker made)."""
+        if query not in self.rounds:
+            self.rounds[query] = QueryRound(query, self._parse(query) if self.complete else None)
+        return self.rounds[query]
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
         for query in self.my_entries():
-            state = QueryRound(query, self._parse(query) if complete else None)
-            self.rounds[query] = state
-            plan = self.plans.load(query) if state.parsed is not None else None
+            state = self.state(query)
+            complete = state.parsed is not None
+            plan = self.plans.load(query) if complete else None
             if not plan:  # no plan yet, or the query fits: the query itself, page 1
-                state.changed = plan is None and state.parsed is not None
+                state.changed = plan is None and complete
                 state.slices[""] = None
                 yield self.page_request(self.query_url(query), state, "", first=True)
                 continue
@@ -234,7 +249,7 @@ class SearchSpider(CollectorSpider):
         return False
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        state = self.rounds[response.meta["query"]]
+        state = self.state(response.meta["query"])
         key = response.meta["slice"]
         if response.status == 304:
             # Unchanged since a round that collected it: no items, but later pages may differ.
@@ -319,8 +334,8 @@ class SearchSpider(CollectorSpider):
 
     def page_failed(self, failure: Failure) -> None:
         request = getattr(failure, "request", None)
-        if request is not None and request.meta.get("query") in getattr(self, "rounds", {}):
-            self.slice_done(self.rounds[request.meta["query"]])
+        if request is not None and "query" in request.meta:
+            self.slice_done(self.state(request.meta["query"]))
         self.request_failed(failure)
 
     # --- slicing ------------------------------------------------------------------------------
@@ -385,7 +400,7 @@ class SearchSpider(CollectorSpider):
             self.logger.info("search %r: %d slices planned", state.query, len(plan))
 
     def parse_probe(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
-        state = self.rounds[response.meta["query"]]
+        state = self.state(response.meta["query"])
         sweep_id, probe = response.meta["sweep"], response.meta["probe"]
         body = self.read(response, state)
         if body is None:
@@ -409,7 +424,7 @@ class SearchSpider(CollectorSpider):
 
     def probe_failed(self, failure: Failure) -> None:
         request = failure.request
-        state = self.rounds[request.meta["query"]]
+        state = self.state(request.meta["query"])
         self._abandon(state, request.meta["sweep"], request.meta["probe"])
         self.request_failed(failure)
 
@@ -428,7 +443,7 @@ class SearchSpider(CollectorSpider):
     def _progress(self) -> None:
         """``search/slice_index`` of ``search/slices_total`` this round, for ``status``."""
         stats = self.crawler.stats
-        rounds = getattr(self, "rounds", {}).values()
+        rounds = self.rounds.values()
         stats.set_value("search/slices_total", sum(len(s.slices) for s in rounds))
         stats.set_value("search/slice_index", sum(s.done for s in rounds))
 
