@@ -9,13 +9,11 @@ so that pacing matters and the test stays fast.
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 import pytest
 import yaml
@@ -25,6 +23,7 @@ from scraper.searchslices import RESULTS_CAP, parse_query
 from tests.fakes.github import parse_search, search_results
 from tests.fakes.launcher import FakeServer, start_fake_github
 from tests.support import Collector
+from tests.test_crawl_github import Scripted
 
 LIMIT, WINDOW = 30, 2.0
 QUERIES = ["longtail4000", "longtail3000 stars:<=50", "huge created:>=2012-01-01"]
@@ -203,46 +202,23 @@ def test_incomplete_pages_are_asked_again(collector: Collector,
     assert len(errors) == 2 and all("incomplete" in line for line in errors), errors
 
 
-class OffsiteAPI:
-    """An API host whose search answers point elsewhere: ``q=linked`` has a ``Link`` to
-    ``other``, ``q=moved`` redirects there."""
+class OffsiteAPI(Scripted):
+    """The scripted API host, whose search answers point elsewhere: ``q=linked`` has a
+    ``Link`` to ``other``, ``q=moved`` redirects there."""
 
     def __init__(self, other: str) -> None:
-        api = self
+        super().__init__()
+        self.other = other
+        self.redirect_to = f"{other}/search/repositories?q=few"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parts = urlsplit(self.path)
-                q = parse_qs(parts.query).get("q", [""])[0]
-                headers: dict[str, str] = {"Content-Type": "application/json"}
-                body = b'{"message": "Not Found"}'
-                status = 404
-                if parts.path == "/search/repositories" and q == "linked":
-                    status = 200
-                    body = json.dumps({"total_count": 2, "incomplete_results": False,
-                                       "items": [{"id": 1, "full_name": "o/r"}]}).encode()
-                    headers["Link"] = (f'<{other}/search/repositories?q=few&page=2>; '
-                                       'rel="next"')
-                elif parts.path == "/search/repositories" and q == "moved":
-                    status = 302
-                    headers["Location"] = f"{other}/search/repositories?q=few"
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=api.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, path: str, query: dict[str, str], handler: Any
+               ) -> tuple[int, dict[str, str], bytes]:
+        if path == "/search/repositories" and query.get("q") == "linked":
+            body = json.dumps({"total_count": 2, "incomplete_results": False,
+                               "items": [{"id": 1, "full_name": "o/r"}]}).encode()
+            link = f'<{self.other}/search/repositories?q=few&page=2>; rel="next"'
+            return 200, {"Content-Type": "application/json", "Link": link}, body
+        return super().answer(path, query, handler)
 
 
 @pytest.mark.timeout(60)
