@@ -34,7 +34,7 @@ from benchmarks.common import (
     describe_machine,
     format_table,
     machine_info,
-    write_json,
+    publish,
 )
 from tests.fakes.github import parse_search, search_results
 from tests.fakes.launcher import start_fake_github
@@ -131,11 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             fake.stop()
     results = {"scale": args.scale, "queries": queries, "machine": machine,
                "machine_summary": describe_machine(machine), "rounds": rounds}
-    out = args.out or default_results("search", args.scale)
-    write_json(out, results)
-    print(render(results))
-    print(f"results: {out}")
-    return 0
+    return publish(args.out or default_results("search", args.scale), results, render)
 
 
 if __name__ == "__main__":
