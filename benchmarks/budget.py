@@ -39,8 +39,8 @@ from benchmarks.common import (
     format_table,
     kill_tree,
     machine_info,
+    publish,
     ratio,
-    write_json,
 )
 from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
 
@@ -231,11 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"scale": {"name": args.scale, **asdict(scale)}, "machine": machine,
                "machine_summary": describe_machine(machine), "modes": rows,
                "repo": str(REPO_ROOT)}
-    out = args.out or default_results("budget", args.scale)
-    write_json(out, results)
-    print(render(results))
-    print(f"results: {out}")
-    return 0
+    return publish(args.out or default_results("budget", args.scale), results, render)
 
 
 if __name__ == "__main__":

@@ -395,6 +395,15 @@ def default_results(benchmark: str, scale: str) -> Path:
     return RESULTS_DIR / f"{benchmark}{suffix}.json"
 
 
+def publish(out: Path, results: dict[str, Any],
+            render: Callable[[dict[str, Any]], str]) -> int:
+    """Write a benchmark's results, print its tables and where the results went; exit 0."""
+    write_json(out, results)
+    print(render(results))
+    print(f"results: {out}")
+    return 0
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

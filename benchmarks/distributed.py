@@ -51,8 +51,8 @@ from benchmarks.common import (
     format_table,
     kill_tree,
     machine_info,
+    publish,
     ratio,
-    write_json,
 )
 from tests.fakes.launcher import FakeServer, start_fake_docs, start_fake_github
 
@@ -354,11 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = set(results["docs"][0]["content_hashes"])
         for row in results["docs"]:
             row["same_content"] = set(row.pop("content_hashes")) == reference
-    out = args.out or default_results("distributed", args.scale)
-    write_json(out, results)
-    print(render(results))
-    print(f"results: {out}")
-    return 0
+    return publish(args.out or default_results("distributed", args.scale), results, render)
 
 
 if __name__ == "__main__":

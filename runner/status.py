@@ -40,6 +40,7 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
     row["pages"] = this_round.pages if this_round else 0
     row["uss_mb"] = live.uss_mb if running and live is not None else None
     row["last_error"] = slot.last_error or (live.last_error if live else None)
+    row["progress"] = progress_note(this_round.stats) if this_round else None
     if running and this_round and this_round.stats.get("distributed/redis_up") == 0:
         row["state"] = "redis-wait"  # paused: its Redis is unreachable
     next_at = slot.next_round_at
@@ -89,6 +90,12 @@ def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str
     return result
 
 
+def progress_note(stats: dict[str, Any]) -> str | None:
+    """How far a worker's round has got, where its spider says (search: ``slice 12/31``)."""
+    total = stats.get("search/slices_total")
+    return f"slice {stats.get('search/slice_index', 0)}/{total}" if total else None
+
+
 def render_status(status: dict[str, Any]) -> str:
     """A table that fits a phone's ssh session: one short row per worker."""
     runner, totals = status["runner"], status["totals"]
@@ -107,7 +114,7 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"DISK FULL for {since}: no workers start until space is freed under "
                      "data_dir")
     header = f"{'worker':<14} {'state':<10} {'pid':>7} {'rnd':>4} {'items':>11} {'pages':>6} " \
-             f"{'MB':>5} {'next':>5}  last error"
+             f"{'MB':>5} {'next':>5}  progress, last error"
     redis = runner.get("redis") or {}
     if runner.get("alive") and redis.get("state") == "unreachable":
         lines.append(f"REDIS UNREACHABLE for {format_duration(time.time() - redis['down_since'])} "
@@ -116,7 +123,7 @@ def render_status(status: dict[str, Any]) -> str:
     for w in status["workers"]:
         items = f"{w['items_round']}/{w['items_total']}"
         mb = f"{w['uss_mb']:.0f}" if w.get("uss_mb") else "-"
-        error = (w.get("last_error") or "")[:60]
+        error = " ".join(filter(None, (w.get("progress"), w.get("last_error"))))[:60]
         lines.append(f"{w['slug']:<14} {w['state']:<10} {w.get('pid') or '-':>7} "
                      f"{w['rounds']:>4} {items:>11} {w['pages']:>6} {mb:>5} "
                      f"{format_duration(w.get('next_round_in')):>5}  {error}")

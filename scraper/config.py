@@ -123,6 +123,8 @@ class SearchConfig:
     queries: tuple[str, ...] = ("topic:web-scraping", "language:python stars:>5000")
     sort: str = "stars"
     per_page: int = 100
+    complete: bool = True  # slice past GitHub's 1000-result cap; False = the first 1000 only
+    max_results_per_query: int | None = None  # a safety cap on a complete query, per round
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[str]:
@@ -289,6 +291,11 @@ class _Reader:
             self.bad(path, value, _int_range(minimum, maximum))
         if value < minimum or (maximum is not None and value > maximum):
             self.bad(path, value, _int_range(minimum, maximum))
+        return value
+
+    def boolean(self, path: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            self.bad(path, value, "true or false")
         return value
 
     def number(self, path: str, value: Any, minimum: float) -> float:
@@ -474,6 +481,9 @@ def _search(r: _Reader, path: str, value: Any) -> SearchConfig:
             p, v, re.compile(r"^\s*\S.*$", re.S), "a search query such as 'topic:web-scraping'")),
         "sort": lambda path, value: r.choice(path, value, SEARCH_SORTS),
         "per_page": lambda path, value: r.integer(path, value, 1, 100),
+        "complete": r.boolean,
+        "max_results_per_query": lambda path, value: (
+            None if value is None else r.integer(path, value, 1)),
     })
 
 

@@ -73,6 +73,7 @@ class SearchRepoItem(CollectedItem):
     updated_at = ContentField()
     pushed_at = ContentField()
     archived = ContentField()
+    slice = Field()  # the stars:/created: slice it was found in; None = the query itself
 
 
 class DocPageItem(CollectedItem):

@@ -16,6 +16,7 @@
     {data_dir}/state/distributed/{spider}-{i}of{N}.pending.jsonl  Redis writes kept over a restart
     {data_dir}/state/budget.sqlite                              the shared GitHub budget
     {data_dir}/state/etags.sqlite                               GitHub API pages' last ETags
+    {data_dir}/state/search_slices.sqlite                       search queries' slice plans
 
 Everything under ``state/`` is created private to the user (see :mod:`scraper.statefile`).
 """
@@ -133,3 +134,7 @@ class DataLayout:
 
     def writebehind_spill(self, spider: str, shard: Shard) -> Path:
         return self.state_dir / "distributed" / f"{worker_slug(spider, shard)}.pending.jsonl"
+
+    @property
+    def search_slices_db(self) -> Path:
+        return self.state_dir / "search_slices.sqlite"

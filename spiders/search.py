@@ -1,20 +1,45 @@
-"""``search``: GitHub's REST repository search, one item per repository, paged by ``Link``."""
+"""``search``: GitHub's REST repository search, one item per repository, paged by ``Link``.
+
+GitHub serves only the first 1000 results of a query. With ``spiders.search.complete`` (the
+default) a query that has more is cut into slices of at most 1000 (:mod:`scraper.searchslices`),
+each paged to its end; the plan is kept (``state/search_slices.sqlite``) so later rounds page
+the slices straight away and probe again only where a slice grew past the cap. Items keep the
+query as configured and name their ``slice``; a repository met twice in a round (results shift
+while paging) is yielded once.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import scrapy
+from scrapy.crawler import Crawler
 from scrapy.http import Response
+from twisted.python.failure import Failure
 
+from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
+from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
+from scraper.layout import DataLayout
+from scraper.searchslices import (
+    RESULTS_CAP,
+    Answer,
+    Final,
+    Probe,
+    Slice,
+    SlicedQuery,
+    SliceError,
+    Sweep,
+    parse_query,
+    resplit,
+)
+from scraper.stores.sliceplans import WHOLE, SlicePlanStore
 from spiders.base import CollectorSpider
-
-RESULTS_CAP = 1000
-"""GitHub's search API serves only the first 1000 results of a query."""
 
 API_HEADERS = {
     "Accept": "application/vnd.github+json",
@@ -26,6 +51,9 @@ COPIED_FIELDS = (
     "forks_count", "open_issues_count", "topics", "created_at", "updated_at", "pushed_at",
     "archived",
 )
+
+INCOMPLETE_TRIES = 3
+"""Times a page GitHub answered with ``incomplete_results: true`` is asked in all."""
 
 
 def next_link(link_header: str) -> str | None:
@@ -45,39 +73,154 @@ def first_result_index(url: str, default_per_page: int) -> int:
     return (page - 1) * per_page
 
 
+@dataclass
+class QueryRound:
+    """One configured query in this round: its slices, its planning, what it has yielded."""
+
+    query: str
+    parsed: SlicedQuery | None
+    slices: dict[str, Slice | None] = field(default_factory=dict)  # key → slice, plan order
+    sweeps: dict[int, Sweep] = field(default_factory=dict)
+    ids: set[int] = field(default_factory=set)
+    items: int = 0
+    done: int = 0  # slices paged to their end
+    changed: bool = False  # the plan differs from the stored one
+    broken: bool = False  # planning failed: this round's plan is not a whole partition
+    stopped: bool = False  # max_results_per_query reached
+
+
 class SearchSpider(CollectorSpider):
     name = "search"
-    # A 422 past the result cap ends a query with a warning, not an HttpError; a 304 (the
-    # budget middleware asked with If-None-Match) means the page is unchanged.
+    # A 422 ends a query (past the result cap: a warning; a refused query: an error), not an
+    # HttpError; a 304 (the budget middleware asked with If-None-Match) means "unchanged".
     custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}
 
-    def query_url(self, query: str) -> str:
-        section = self.config.search
-        params = {"q": query, "sort": section.sort, "order": "desc",
-                  "per_page": section.per_page}
-        return f"{self.config.github.api_url}/search/repositories?{urlencode(params)}"
+    _plans: SlicePlanStore | None = None
+    api_origin: tuple[str, str, int | None]
+    rounds: dict[str, QueryRound]
+    complete: bool
 
-    def page_request(self, url: str, query: str) -> scrapy.Request:
-        return scrapy.Request(
-            url, callback=self.parse, errback=self.request_failed, headers=API_HEADERS,
-            dont_filter=True, meta={"deltafetch_enabled": False, "query": query},
-        )
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SearchSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, SearchSpider)
+        spider.api_origin = origin(spider.config.github.api_url)
+        spider.rounds = {}
+        spider._sweep_ids = 0
+        spider.complete = spider.config.search.complete
+        if spider.complete and crawler.settings.getbool("COLLECTOR_DISTRIBUTED"):
+            # A plan lives in one process's memory while it is made; a shared queue would hand
+            # its probes to other workers.
+            spider.logger.warning("spiders.search.complete is not supported in the distributed "
+                                  "mode yet: each query collects its first %d results only",
+                                  RESULTS_CAP)
+            spider.complete = False
+        return spider
+
+    def state(self, query: str) -> QueryRound:
+        """The query's round state; made on first sight in a worker that did not start it (the
+        distributed mode hands out requests another worker made)."""
+        if query not in self.rounds:
+            self.rounds[query] = QueryRound(query, self._parse(query) if self.complete else None)
+        return self.rounds[query]
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for query in self.my_entries():
-            yield self.page_request(self.query_url(query), query)
+            state = self.state(query)
+            complete = state.parsed is not None
+            plan = self.plans.load(query) if complete else None
+            if not plan:  # no plan yet, or the query fits: the query itself, page 1
+                state.changed = plan is None and complete
+                state.slices[""] = None
+                yield self.page_request(self.query_url(query), state, "", first=True)
+                continue
+            for piece in plan:
+                state.slices[piece.qualifiers()] = piece
+            self._progress()
+            for piece in plan:
+                yield self.slice_request(state, piece)
+        self._progress()
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        query = response.meta["query"]
+    def _parse(self, query: str) -> SlicedQuery | None:
+        try:
+            return parse_query(query)
+        except SliceError as exc:
+            self.crawler.stats.inc_value("search/unsliceable")
+            self.logger.warning("search %r cannot be sliced (%s): only its first %d results "
+                                "are collected", query, exc, RESULTS_CAP)
+            return None
+
+    @property
+    def plans(self) -> SlicePlanStore:
+        if self._plans is None:
+            self._plans = SlicePlanStore(DataLayout.from_settings(self.settings)
+                                         .search_slices_db)
+        return self._plans
+
+    def closed(self, reason: str) -> None:
+        if self._plans is not None:
+            self._plans.close()
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def query_url(self, q: str, **params: Any) -> str:
+        section = self.config.search
+        query = {"q": q, "sort": section.sort, "order": "desc", "per_page": section.per_page,
+                 **params}
+        return f"{self.config.github.api_url}/search/repositories?{urlencode(query)}"
+
+    def page_request(self, url: str, state: QueryRound, key: str | None, *, first: bool = False,
+                     tries: int = 1, fresh: bool = False) -> scrapy.Request:
+        meta: dict[str, Any] = {"deltafetch_enabled": False, "query": state.query,
+                                "slice": key, "first": first, "tries": tries}
+        if fresh:
+            meta[CONDITIONAL_META] = False
+        return scrapy.Request(url, callback=self.parse, errback=self.page_failed,
+                              headers=API_HEADERS, dont_filter=True, meta=meta)
+
+    def slice_request(self, state: QueryRound, piece: Slice) -> scrapy.Request:
+        assert state.parsed is not None
+        url = self.query_url(piece.query(state.parsed.base))
+        return self.page_request(url, state, piece.qualifiers(), first=True)
+
+    def probe_request(self, state: QueryRound, sweep_id: int, probe: Probe,
+                      tries: int = 1) -> scrapy.Request:
+        """``per_page=1``: only ``total_count`` and, for a quantile, result 1000 by stars.
+        Never conditional: a 304 would carry neither."""
+        assert state.parsed is not None
+        params = {"sort": "stars", "per_page": 1}
+        if probe.quantile:
+            params["page"] = RESULTS_CAP
+        self.crawler.stats.inc_value("search/probes")
+        return scrapy.Request(
+            self.query_url(probe.slice.query(state.parsed.base), **params),
+            callback=self.parse_probe, errback=self.probe_failed, headers=API_HEADERS,
+            dont_filter=True, priority=1,  # finish the plan first: its slices are then known
+            meta={"deltafetch_enabled": False, "query": state.query, "sweep": sweep_id,
+                  "probe": probe, "tries": tries, CONDITIONAL_META: False})
+
+    # --- answers ------------------------------------------------------------------------------
+
+    def read(self, response: Response, state: QueryRound) -> dict[str, Any] | None:
+        """The search answer's JSON, or None after one ERROR line (wrong origin, refused
+        query, not a search result)."""
+        query = state.query
+        if origin(response.url) != self.api_origin:
+            self.crawler.stats.inc_value("search/offsite_answers")
+            self.logger.error("search %r: answer from %s, not from the API (%s); ignored",
+                              query, response.url, self.config.github.api_url)
+            return None
         if response.status == 422:
-            self.crawler.stats.inc_value("search/unprocessable")
-            self.logger.warning("search %r ended: GitHub answered 422 at %s", query, response.url)
-            return
-        if response.status == 304:
-            # Unchanged since a round that collected it: no items, but later pages may differ.
-            self.crawler.stats.inc_value("search/not_modified")
-            yield from self.follow_next(response, query)
-            return
+            message = _message(response.body)
+            if "Validation Failed" in message:
+                self.crawler.stats.inc_value("search/refused")
+                self.logger.error("search %r: GitHub refused %s (422 %s)", query, response.url,
+                                  message)
+            else:
+                self.crawler.stats.inc_value("search/unprocessable")
+                self.logger.warning("search %r ended: GitHub answered 422 at %s", query,
+                                    response.url)
+            return None
         try:
             body = json.loads(response.body)
             results = body["items"]
@@ -87,35 +230,236 @@ class SearchSpider(CollectorSpider):
             self.crawler.stats.inc_value("search/bad_responses")
             self.logger.error("search %r: not a search result at %s (%s: %s)", query,
                               response.url, type(exc).__name__, exc)
+            return None
+        return body
+
+    def incomplete(self, response: Response, body: dict[str, Any]) -> bool:
+        """GitHub left results out; True when the answer is being asked for again."""
+        if body.get("incomplete_results") is not True:
+            return False
+        stats = self.crawler.stats
+        stats.inc_value("search/incomplete_results")
+        tries = response.meta["tries"]
+        if tries < INCOMPLETE_TRIES:
+            return True
+        stats.inc_value("search/incomplete_given_up")
+        self.logger.error("search %r: GitHub answered incomplete results %d times at %s; "
+                          "what it left out is not collected this round",
+                          response.meta["query"], tries, response.url)
+        return False
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        state = self.state(response.meta["query"])
+        key = response.meta["slice"]
+        if response.status == 304:
+            # Unchanged since a round that collected it: no items, but later pages may differ.
+            self.crawler.stats.inc_value("search/not_modified")
+            if response.meta["first"] and key == "" and state.changed:
+                # No plan says this query fits under the cap: ask afresh for its total_count.
+                yield self.page_request(response.url, state, key, first=True, fresh=True)
+                return
+            yield from self.follow_next(response, state, key)
             return
+        body = self.read(response, state)
+        if body is None:
+            self.slice_done(state)
+            return
+        again = self.incomplete(response, body)
+        if again:
+            yield self.page_request(response.url, state, key, first=response.meta["first"],
+                                    tries=response.meta["tries"] + 1)
+        yield from self.items(response, state, key, body["items"])
+        if again:
+            return
+        total = body.get("total_count")
+        if response.meta["first"] and state.parsed is not None and isinstance(total, int):
+            if total > RESULTS_CAP and self.splittable(state, key):
+                # The slice gives way to smaller ones; their pages come instead of its own.
+                yield from self.split(state, key, total)
+                return
+            self._save(state)  # a query that fits: its plan is the query itself
+        yield from self.follow_next(response, state, key)
+
+    def items(self, response: Response, state: QueryRound, key: str | None,
+              results: list[Any]) -> Iterator[SearchRepoItem]:
         repos = [repo for repo in results if isinstance(repo, dict)]
         if len(repos) != len(results):
             self.crawler.stats.inc_value("search/bad_results", len(results) - len(repos))
             self.logger.error("search %r: %d of %d results at %s are not objects; skipped",
-                              query, len(results) - len(repos), len(results), response.url)
+                              state.query, len(results) - len(repos), len(results),
+                              response.url)
+        cap = self.config.search.max_results_per_query
         for repo in repos:
-            yield self.stamp(self.item(query, repo))
-        yield from self.follow_next(response, query)
+            repo_id = repo.get("id")
+            if repo_id in state.ids:
+                self.crawler.stats.inc_value("search/duplicates")
+                continue
+            if cap is not None and state.items >= cap:
+                if not state.stopped:
+                    state.stopped = True
+                    self.crawler.stats.inc_value("search/max_results_reached")
+                    self.logger.info("search %r: max_results_per_query (%d) reached; the rest "
+                                     "is left for the next round", state.query, cap)
+                return
+            if repo_id is not None:
+                state.ids.add(repo_id)
+            state.items += 1
+            yield self.stamp(self.item(state.query, key or None, repo))
 
-    def follow_next(self, response: Response, query: str) -> Iterator[scrapy.Request]:
+    def follow_next(self, response: Response, state: QueryRound,
+                    key: str | None) -> Iterator[scrapy.Request]:
         """The ``rel="next"`` page, never one that starts past GitHub's result cap."""
         link = next_link(response.headers.get("Link", b"").decode("latin-1"))
-        if not link:
+        if not link or state.stopped:
+            self.slice_done(state)
             return
         try:
             start = first_result_index(link, self.config.search.per_page)
         except ValueError as exc:
             self.crawler.stats.inc_value("search/bad_responses")
-            self.logger.error("search %r ended: unusable next link %r at %s (%s)", query,
+            self.logger.error("search %r ended: unusable next link %r at %s (%s)", state.query,
                               link, response.url, exc)
+            self.slice_done(state)
+            return
+        if origin(link) != self.api_origin:
+            self.crawler.stats.inc_value("search/offsite_answers")
+            self.logger.error("search %r ended: next link %r at %s leaves the API (%s)",
+                              state.query, link, response.url, self.config.github.api_url)
+            self.slice_done(state)
             return
         if start < RESULTS_CAP:
-            yield self.page_request(link, query)
+            yield self.page_request(link, state, key)
+        else:
+            self.slice_done(state)
+
+    def page_failed(self, failure: Failure) -> None:
+        request = getattr(failure, "request", None)
+        if request is not None and "query" in request.meta:
+            self.slice_done(self.state(request.meta["query"]))
+        self.request_failed(failure)
+
+    # --- slicing ------------------------------------------------------------------------------
+
+    def piece(self, state: QueryRound, key: str) -> Slice:
+        assert state.parsed is not None
+        return state.slices.get(key) or Slice(state.parsed.stars, state.parsed.created)
+
+    def splittable(self, state: QueryRound, key: str) -> bool:
+        """False for one second of one star count: nothing finer can be asked for."""
+        piece = self.piece(state, key)
+        return not (piece.stars.single() and piece.created is not None
+                    and piece.created.single())
+
+    def split(self, state: QueryRound, key: str, total: int) -> Iterator[scrapy.Request]:
+        """Start cutting slice ``key`` (or the whole query, ``""``) that holds ``total``."""
+        piece = self.piece(state, key)
+        self.crawler.stats.inc_value("search/splits")
+        self.logger.info("search %r: %s holds %d results; slicing it", state.query,
+                         key or "the query", total)
+        del state.slices[key]
+        state.changed = True
+        self._sweep_ids += 1
+        state.sweeps[self._sweep_ids] = resplit(piece, total, time.time())
+        yield from self._follow_sweep(state, self._sweep_ids, None)
+
+    def _follow_sweep(self, state: QueryRound, sweep_id: int,
+                      answer: Answer | None) -> Iterator[scrapy.Request]:
+        """Run a sweep to its next probe, paging the slices it settles on meanwhile."""
+        sweep = state.sweeps[sweep_id]
+        try:
+            step = sweep.send(answer)
+            while isinstance(step, Final):
+                yield from self._settle(state, step)
+                step = next(sweep)
+        except StopIteration:
+            del state.sweeps[sweep_id]
+            self._save(state)
+            return
+        if not state.stopped:
+            yield self.probe_request(state, sweep_id, step)
+
+    def _settle(self, state: QueryRound, final: Final) -> Iterator[scrapy.Request]:
+        key = final.slice.qualifiers()
+        state.slices[key] = final.slice
+        if not final.splittable and final.total is not None and final.total > RESULTS_CAP:
+            self.crawler.stats.inc_value("search/unsplittable")
+            self.logger.warning("search %r: %s holds %d results and cannot be cut finer: only "
+                                "its first %d are collected", state.query, key, final.total,
+                                RESULTS_CAP)
+        self._progress()
+        if not state.stopped:
+            yield self.slice_request(state, final.slice)
+
+    def _save(self, state: QueryRound) -> None:
+        if state.sweeps or state.broken or state.stopped or not state.changed:
+            return
+        plan = [piece for piece in state.slices.values() if piece is not None] or WHOLE
+        self.plans.save(state.query, plan)
+        state.changed = False
+        if plan:
+            self.logger.info("search %r: %d slices planned", state.query, len(plan))
+
+    def parse_probe(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
+        state = self.state(response.meta["query"])
+        sweep_id, probe = response.meta["sweep"], response.meta["probe"]
+        body = self.read(response, state)
+        if body is None:
+            self._abandon(state, sweep_id, probe)
+            return
+        # A count from a search that timed out is too low: never plan on it.
+        if body.get("incomplete_results") is True and self.incomplete(response, body):
+            yield self.probe_request(state, sweep_id, probe, response.meta["tries"] + 1)
+            return
+        total = body.get("total_count")
+        results = body["items"]
+        top = results[0].get("stargazers_count") if results and isinstance(
+            results[0], dict) else None
+        if not isinstance(total, int):
+            self.crawler.stats.inc_value("search/bad_responses")
+            self.logger.error("search %r: no total_count at %s", state.query, response.url)
+            self._abandon(state, sweep_id, probe)
+            return
+        yield from self._follow_sweep(state, sweep_id,
+                                      Answer(total, top if isinstance(top, int) else None))
+
+    def probe_failed(self, failure: Failure) -> None:
+        request = failure.request
+        state = self.state(request.meta["query"])
+        self._abandon(state, request.meta["sweep"], request.meta["probe"])
+        self.request_failed(failure)
+
+    def _abandon(self, state: QueryRound, sweep_id: int, probe: Probe) -> None:
+        """A probe without an answer: the range it was cutting is not collected this round."""
+        state.sweeps.pop(sweep_id, None)
+        state.broken = True
+        self.crawler.stats.inc_value("search/slicing_failed")
+        self.logger.warning("search %r: slicing stopped at %s; results from there on are not "
+                            "collected this round", state.query, probe.slice.qualifiers())
+
+    def slice_done(self, state: QueryRound) -> None:
+        state.done += 1
+        self._progress()
+
+    def _progress(self) -> None:
+        """``search/slice_index`` of ``search/slices_total`` this round, for ``status``."""
+        stats = self.crawler.stats
+        rounds = self.rounds.values()
+        stats.set_value("search/slices_total", sum(len(s.slices) for s in rounds))
+        stats.set_value("search/slice_index", sum(s.done for s in rounds))
 
     @staticmethod
-    def item(query: str, repo: dict[str, Any]) -> SearchRepoItem:
-        item = SearchRepoItem(query=query, **{key: repo.get(key) for key in COPIED_FIELDS})
+    def item(query: str, piece: str | None, repo: dict[str, Any]) -> SearchRepoItem:
+        item = SearchRepoItem(query=query, slice=piece,
+                              **{key: repo.get(key) for key in COPIED_FIELDS})
         license_info = repo.get("license")
         item["license"] = license_info.get("spdx_id") if isinstance(license_info, dict) else None
         item["topics"] = list(repo.get("topics") or [])
         return item
+
+
+def _message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return "no JSON body"
+    return str(data.get("message", "")) if isinstance(data, dict) else ""

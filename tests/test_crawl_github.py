@@ -33,7 +33,7 @@ TRENDING_FIELDS = {"full_name", "owner", "name", "url", "description", "language
                    "spider", "shard", "collected_at", "content_hash"}
 SEARCH_FIELDS = {"id", "full_name", "html_url", "description", "language", "stargazers_count",
                  "forks_count", "open_issues_count", "topics", "license", "created_at",
-                 "updated_at", "pushed_at", "archived", "query", "spider", "shard",
+                 "updated_at", "pushed_at", "archived", "query", "slice", "spider", "shard",
                  "collected_at", "content_hash"}
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # The fake API's limits, generous so the shared GitHub budget never makes a test wait, and the
@@ -267,8 +267,9 @@ def test_content_hash_ignores_collected_at_rank_and_shard() -> None:
 def test_search_follows_link_next_to_the_end_and_never_past_1000(collector: Collector,
                                                                  fake_github_factory) -> None:
     github = fake_github_factory(**FAKE_LIMITS)
+    # complete: false, GitHub's cap as it is (tests/test_search_complete.py goes past it).
     configure(collector, github, spiders={"search": {"queries": ["few", "alpha", "huge"],
-                                                           "per_page": 100}})
+                                                     "per_page": 100, "complete": False}})
     stats = crawl_ok(collector, "search")
     requests = search_requests(github)
     pages: dict[str, list[int]] = defaultdict(list)
@@ -302,11 +303,11 @@ def test_search_follows_link_next_to_the_end_and_never_past_1000(collector: Coll
     assert [item["id"] for item in per_query["few"]] == [repo["id"] for repo in served]
     for item, repo in zip(per_query["few"], served, strict=True):
         assert set(item) == SEARCH_FIELDS, set(item) ^ SEARCH_FIELDS
-        for key in SEARCH_FIELDS - {"license", "query", "spider", "shard", "collected_at",
-                                    "content_hash"}:
+        for key in SEARCH_FIELDS - {"license", "query", "slice", "spider", "shard",
+                                    "collected_at", "content_hash"}:
             assert item[key] == repo[key], key
         assert item["license"] == (repo["license"] or {}).get("spdx_id")
-        assert item["spider"] == "search" and item["shard"] == "0/1"
+        assert item["spider"] == "search" and item["shard"] == "0/1" and item["slice"] is None
         assert ISO_UTC.match(item["collected_at"])
     licenses = {item["license"] for item in items}
     assert licenses <= {"MIT", "Apache-2.0", "GPL-3.0", "BSD-3-Clause", "NOASSERTION", None}

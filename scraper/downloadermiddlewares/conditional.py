@@ -6,10 +6,13 @@ ETag is put back on it and paging goes on to pages that may have changed.
 
 A page's ETag means "its items are collected": only a round that finished made sure of that for
 every page it saw, so ETags are remembered at a ``finished`` close only; after a cut-short round
-every page is asked afresh and nothing is stranded.
+every page is asked afresh and nothing is stranded. For the same reason a search answer GitHub
+marks ``incomplete_results: true`` (its search timed out and left results out) leaves no ETag.
 """
 
 from __future__ import annotations
+
+import re
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -18,12 +21,22 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
 from scraper.budget.limits import settings_identity
+from scraper.downloadermiddlewares.budget import body_text
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.layout import DataLayout
 from scraper.stores.etags import EtagStore, PageTag
 
 CONDITIONAL_META = "conditional"
 """``False`` in a request's meta: never send ``If-None-Match`` for it."""
+
+_INCOMPLETE_RE = re.compile(r'"incomplete_results"\s*:\s*true')
+INCOMPLETE_PEEK = 1024
+"""GitHub writes ``incomplete_results`` before the items: the head of the body is enough."""
+
+
+def incomplete_answer(response: Response) -> bool:
+    """GitHub's search timed out and left results out of this answer."""
+    return bool(_INCOMPLETE_RE.search(body_text(response, INCOMPLETE_PEEK)))
 
 
 class ConditionalRequestMiddleware:
@@ -78,7 +91,9 @@ class ConditionalRequestMiddleware:
                 response.headers[b"Link"] = tag[1].encode("latin-1")
         elif response.status == 200:
             etag = response.headers.get(b"ETag")
-            if etag:
+            if incomplete_answer(response):
+                self._seen.pop(request.url, None)  # asked again; never answered with 304
+            elif etag:
                 link = response.headers.get(b"Link")
                 self._seen[request.url] = (etag.decode("latin-1"),
                                            link.decode("latin-1") if link else None)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import time
 import zlib
 from collections.abc import Callable
@@ -126,7 +127,10 @@ def _iso(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@lru_cache(maxsize=POOL_SIZE)
+LONGTAIL_ZERO = 0.4  # the share of a long-tail query's repositories that have no star
+
+
+@lru_cache(maxsize=4 * POOL_SIZE)
 def make_repo(pool_index: int, generation: int) -> Repo:
     # Attributes depend only on the repository (and generation), so a repo found by two
     # different queries looks the same in both, as on GitHub.
@@ -138,6 +142,8 @@ def make_repo(pool_index: int, generation: int) -> Repo:
     updated = rng.randrange(created, EPOCH_2025)
     description = rng.choice(DESCRIPTIONS)
     base_stars = int(10 ** rng.uniform(0, 5.3))
+    if pool_index >= POOL_SIZE and pool_index % 5 < LONGTAIL_ZERO * 5:
+        base_stars = 0  # long-tail repositories (beyond the shared pool): 40% have no star
     forks = int(base_stars * rng.uniform(0.02, 0.3))
     issues = rng.randrange(0, 40 + base_stars // 200)
     # Generation bumps make the data (and so the ETags) change without reshuffling identity.
@@ -165,14 +171,84 @@ def make_repo(pool_index: int, generation: int) -> Repo:
     )
 
 
+LONGTAIL_RE = re.compile(r"(?<!\S)longtail(\d*)(?!\S)")
+LONGTAIL_DEFAULT = 4000
+
+
 def total_for(q: str) -> int:
+    """How many repositories the free text of a query matches (qualifiers aside)."""
     if "empty" in q:
         return 0
     if "few" in q:
         return 7
     if "huge" in q:
         return 5000
+    if match := LONGTAIL_RE.search(q):
+        return int(match.group(1) or LONGTAIL_DEFAULT)
     return 250
+
+
+# ---------------------------------------------------------------- stars:/created: qualifiers
+
+QUALIFIER_RE = re.compile(r"(?<!\S)(stars|created):(\S+)")
+DATE_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:T(\d\d):(\d\d)(?::(\d\d))?)?(Z|[+-]\d\d:?\d\d)?")
+
+
+class QueryInvalid(ValueError):
+    """What GitHub answers with 422 "Validation Failed"."""
+
+
+def _bound(name: str, text: str, upper: bool) -> float:
+    """A qualifier operand as a number: stars as given, dates as epoch seconds (a bare date
+    is its first, or with ``upper`` its last, second; a date-time without seconds its minute)."""
+    if name == "stars":
+        if not text.isdigit():
+            raise QueryInvalid(f"stars:{text}")
+        return int(text)
+    match = DATE_RE.fullmatch(text)
+    if not match:
+        raise QueryInvalid(f"created:{text}")
+    year, month, day, hour, minute, second, zone = match.groups()
+    moment = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0),
+                      int(second or 0), tzinfo=UTC).timestamp()
+    if zone and zone != "Z":
+        digits = zone[1:].replace(":", "")
+        moment -= (1 if zone[0] == "+" else -1) * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    if upper:
+        moment += 86_399 if hour is None else 59 if second is None else 0
+    return moment
+
+
+def qualifier_test(name: str, value: str) -> Callable[[float], bool]:
+    """GitHub's documented forms: n, >n, >=n, <n, <=n, a..b, a..*, *..b."""
+    if ".." in value:
+        a, _, b = value.partition("..")
+        lo = -math.inf if a == "*" else _bound(name, a, False)
+        hi = math.inf if b == "*" else _bound(name, b, True)
+        return lambda v: lo <= v <= hi
+    for op, test in ((">=", lambda v, x: v >= x), ("<=", lambda v, x: v <= x),
+                     (">", lambda v, x: v > x), ("<", lambda v, x: v < x)):
+        if value.startswith(op):
+            x = _bound(name, value[len(op):], op in (">", "<="))
+            return lambda v, x=x, test=test: test(v, x)
+    lo, hi = _bound(name, value, False), _bound(name, value, True)
+    return lambda v: lo <= v <= hi
+
+
+def parse_search(q: str) -> tuple[str, Callable[[Repo], bool]]:
+    """The free text of ``q`` and the filter of its stars:/created: qualifiers."""
+    tests: dict[str, Callable[[float], bool]] = {}
+    for name, value in QUALIFIER_RE.findall(q):
+        if name in tests:
+            raise QueryInvalid(f"{name}: given twice")
+        tests[name] = qualifier_test(name, value)
+    stars, created = tests.get("stars"), tests.get("created")
+
+    def keep(repo: Repo) -> bool:
+        return (stars is None or stars(repo.stars)) and (created is None or created(repo.created))
+
+    text = " ".join(QUALIFIER_RE.sub(" ", q).split()) if tests else q
+    return text, keep
 
 
 SORT_KEYS: dict[str, Callable[[Repo], int]] = {
@@ -183,13 +259,18 @@ SORT_KEYS: dict[str, Callable[[Repo], int]] = {
 }
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def search_results(q: str, generation: int, sort: str, order: str) -> tuple[Repo, ...]:
-    rng = random.Random(zlib.crc32(q.encode()))
-    # Nobody can page past result 1000, so a "huge" result set only materialises its reachable
-    # part; total_count still reports the full number.
-    reachable = min(total_for(q), SEARCH_CAP)
-    repos = [make_repo(i, generation) for i in rng.sample(range(POOL_SIZE), reachable)]
+    """Every repository the free text ``q`` matches, in the order asked for."""
+    total = total_for(q)
+    if LONGTAIL_RE.search(q):
+        # Repositories of their own (ids beyond the shared pool), so a test can count them.
+        start = POOL_SIZE + (zlib.crc32(q.encode()) % 97) * 100_000
+        indices = list(range(start, start + total))
+    else:
+        rng = random.Random(zlib.crc32(q.encode()))
+        indices = rng.sample(range(POOL_SIZE), min(total, POOL_SIZE))
+    repos = [make_repo(i, generation) for i in indices]
     key = SORT_KEYS.get(sort)
     if key is None:
         # Best match: the sampled order is the relevance order; GitHub ignores `order` here.
@@ -446,6 +527,8 @@ class GitHubFake(FakeProcess):
         self.web_secondary: tuple[float, int] = (0.0, 429)
         self._secondary_first: dict[tuple[str, str, float], float] = {}
         self._request_no = 0
+        self.incomplete_every = 0  # every Nth search answer with items is incomplete; 0 = never
+        self._answers_with_items = 0
         self.trending = self._load_trending(Path(args.trending_fixtures))
         for key, handler in {
             "limits": self._control_limits,
@@ -455,6 +538,7 @@ class GitHubFake(FakeProcess):
             "generation": self._control_generation,
             "rate_status": self._control_rate_status,
             "reset_limits": self._control_reset_limits,
+            "incomplete_every": self._control_incomplete_every,
         }.items():
             self.add_control(key, handler)
 
@@ -503,6 +587,10 @@ class GitHubFake(FakeProcess):
     def _control_generation(self, value: Any) -> None:
         self.generation = int(value)
 
+    def _control_incomplete_every(self, value: Any) -> None:
+        self.incomplete_every = max(0, int(value))
+        self._answers_with_items = 0
+
     def _control_rate_status(self, value: Any) -> None:
         self.rate_status = int(value)
 
@@ -522,6 +610,7 @@ class GitHubFake(FakeProcess):
             },
             "rate_status": self.rate_status,
             "generation": self.generation,
+            "incomplete_every": self.incomplete_every,
             "exhausted": {
                 f"{ident}|{res}": until - now
                 for (ident, res), until in self.limiter.exhausted.items()
@@ -549,6 +638,7 @@ class GitHubFake(FakeProcess):
                 "web": counters["secondary:web"],
             },
             "secondary_ignored": counters["secondary_ignored"],
+            "incomplete_served": counters["incomplete_served"],
             "auth_seen_on_web": counters["auth:web"],
         }
 
@@ -743,6 +833,19 @@ class GitHubFake(FakeProcess):
             html += b"available to service your request.</p></body></html>"
             return Reply(200, html, "text/html; charset=utf-8")
 
+        try:
+            text, keep = parse_search(q)
+        except QueryInvalid as exc:
+            return json_reply(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"message": f"The search contains an invalid qualifier: {exc}",
+                                "resource": "Search", "field": "q", "code": "invalid"}],
+                    "documentation_url": SEARCH_DOCS,
+                    "status": "422",
+                },
+            )
         per_page = min(max(int_param(request, "per_page", 30), 1), 100)
         page = max(int_param(request, "page", 1), 1)
         start = (page - 1) * per_page
@@ -756,13 +859,24 @@ class GitHubFake(FakeProcess):
                     "documentation_url": SEARCH_DOCS,
                 },
             )
-        total = total_for(q)
-        repos = search_results(
-            q, self.generation, request.query.get("sort", ""), request.query.get("order", "desc")
+        matched = search_results(
+            text, self.generation, request.query.get("sort", ""),
+            request.query.get("order", "desc"),
         )
-        items = [repo_item(r) for r in repos[start : min(start + per_page, SEARCH_CAP)]]
+        repos = [r for r in matched if keep(r)]
+        total = len(repos)
+        page_repos = repos[start : min(start + per_page, SEARCH_CAP)]
+        incomplete = False
+        if self.incomplete_every and page_repos:
+            self._answers_with_items += 1
+            if self._answers_with_items % self.incomplete_every == 0:
+                # GitHub's search timed out: it says so, and some results are missing.
+                incomplete = True
+                page_repos = page_repos[::2]
+                self.recorder.bump("incomplete_served")
+        items = [repo_item(r) for r in page_repos]
         last = math.ceil(min(total, SEARCH_CAP) / per_page)
-        body = {"total_count": total, "incomplete_results": False, "items": items}
+        body = {"total_count": total, "incomplete_results": incomplete, "items": items}
         link = link_header(request, page, last)
         return json_reply(200, body, {"Link": link} if link else None)
 
