@@ -526,6 +526,34 @@ def test_install_cron_is_idempotent_and_keeps_other_lines(collector: Collector) 
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
 
 
+EVIL = "x\n* * * * * touch pwned #"
+"""A name that, written into a crontab as it is, adds a cron job of its own."""
+
+
+@pytest.mark.parametrize("where", ["directory", "config", "user"])
+def test_install_cron_refuses_control_characters(collector: Collector, where: str) -> None:
+    config = collector.configure()
+    evil = collector.home / EVIL
+    evil.mkdir()
+    cwd, env, extra = collector.home, collector.env(), []
+    if where == "directory":
+        cwd = evil
+    elif where == "config":
+        env["COLLECTOR_CONFIG"] = str(evil / "collector.yaml")
+        (evil / "collector.yaml").write_text(config.read_text())
+    else:
+        extra = ["--user", EVIL]
+    crontab = collector.home / "crontab"
+    crontab.write_text("MAILTO=me@example.org\n")
+    done = subprocess.run([*RUNNER, "install-cron", "--crontab-file", str(crontab), *extra],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "control character '\\n'" in done.stderr
+    assert crontab.read_text() == "MAILTO=me@example.org\n"
+
+
 def test_the_cron_line_runs_with_crons_bare_environment(collector: Collector) -> None:
     collector.configure()
     grow(collector.data_dir, "a", 2 * MB)
