@@ -12,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import stat
 import time
 from pathlib import Path
 from typing import IO
@@ -114,18 +115,33 @@ def _unused(path: Path) -> Path:
 
 
 def recover_part(part: Path) -> Path | None:
-    """Keep the whole lines of a ``.part`` left by a killed round under its ``.jsonl`` name."""
-    data = part.read_bytes()
-    whole = data[: data.rfind(b"\n") + 1]
+    """Keep the whole lines of a ``.part`` left by a killed round under its ``.jsonl`` name.
+
+    Only a regular file is touched, never through a symbolic link: truncating one would cut a
+    file anywhere on the machine. Anything else is left as it is, with an error.
+    """
+    try:
+        fd = os.open(part, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        logger.error("not recovering %s: it is a symbolic link (to %s), which is never "
+                     "followed; left as it is", part, os.readlink(part))
+        return None
+    with open(fd, "r+b") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            logger.error("not recovering %s: not a regular file; left as it is", part)
+            return None
+        data = handle.read()
+        whole = data[: data.rfind(b"\n") + 1]
+        if whole and len(whole) != len(data):
+            handle.truncate(len(whole))
+            handle.flush()
+            os.fsync(fd)
     if not whole:
         part.unlink()
         logger.warning("removed %s: a killed round left no whole line in it", part.name)
         return None
-    if len(whole) != len(data):
-        with open(part, "r+b") as handle:
-            handle.truncate(len(whole))
-            handle.flush()
-            os.fsync(handle.fileno())
     final = part.with_name(part.name[: -len(PART_SUFFIX)])
     os.replace(part, final)
     logger.warning("recovered %d whole lines from %s (a killed round), %d torn bytes cut",

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from scraper.config import CollectorConfig
+from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
 
 WEBHOOK_TIMEOUT = 3.0
@@ -114,7 +115,7 @@ def log_to_runner_log(layout: DataLayout, name: str, level: int, message: str) -
     record = logging.LogRecord(name, level, __file__, 0, message, None, None)
     try:
         layout.logs_dir.mkdir(parents=True, exist_ok=True)
-        with open(layout.runner_log, "a", encoding="utf-8") as log:
+        with open_log(layout.runner_log) as log:
             log.write(_FORMAT.format(record) + "\n")
     except OSError:
         pass

@@ -12,6 +12,7 @@ A store is never deleted or silently reset. A file that cannot be opened as this
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -34,6 +35,12 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
     ``kind`` and ``version`` are recorded in the file (``application_id`` is not portable
     across tools, so a small ``meta`` table holds them); ``schema`` is idempotent DDL.
     """
+    links = [(link.name, os.readlink(link)) for link in _files(path) if link.is_symlink()]
+    if links:
+        # SQLite would write through the link (and put its -wal beside the target): never.
+        aside = move_aside(path)
+        logger.error("store %s: %s is a symbolic link (to %s), which is never followed; moved "
+                     "aside to %s, starting a new one", path, *links[0], aside.name)
     try:
         return _connect(path, kind, version, schema)
     except sqlite3.OperationalError:
@@ -122,11 +129,15 @@ def move_aside(path: Path) -> Path:
     while aside.exists():
         aside = path.with_name(f"{path.name}.unreadable-{stamp}-{n}")
         n += 1
-    for suffix in ("", "-wal", "-shm"):
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            source.rename(f"{aside}{suffix}")
+    for source in _files(path):
+        if os.path.lexists(source):  # a dangling symlink is moved too, never followed
+            source.rename(f"{aside}{source.name.removeprefix(path.name)}")
     return aside
+
+
+def _files(path: Path) -> list[Path]:
+    """The store and the WAL files SQLite keeps beside it."""
+    return [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")]
 
 
 class SqliteMapping:
