@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -24,21 +25,28 @@ def _can_mount() -> str | None:
     return None
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
+@contextlib.contextmanager
+def tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``mount`` (made if missing) for the block; skips the test without
+    root or mount support."""
     reason = _can_mount()
     if reason:
         pytest.skip(reason)
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs",
-                           str(mount)], capture_output=True, text=True)
+    mount.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
+                          capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "disk", f"size={DISK_MB}m") as mount:
+        yield mount
 
 
 def fill(disk: Path, leave: int) -> Path:
@@ -110,3 +118,23 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
     assert {i["content_hash"] for i in after} == {i["content_hash"] for i in plain.items("docs")}
     runner_log = (collector.data_dir / "logs" / "runner.log").read_text()
     assert "disk full:" in runner_log and "resuming workers" in runner_log
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("read_only", ["data", "data/state"])
+def test_read_only_data_dir_is_one_line_and_exit_2(tmp_path: Path, read_only: str) -> None:
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=["http://127.0.0.1:9/site/"])
+    with tmpfs(collector.home / read_only, "size=1m") as mount:
+        earlier_run = {"data": ["logs", "state/locks"], "data/state": ["locks"]}[read_only]
+        for sub in earlier_run:
+            (mount / sub).mkdir(parents=True)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        crawl = collector.crawl("docs", "0/1", timeout=60)
+        runner = collector.runner("--workers", "1", "--spiders", "docs", "--once", timeout=60)
+    for done in (crawl, runner):
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        assert "Read-only file system" in done.stderr
+    assert crawl.stderr.startswith("scrapy crawl: ")
+    assert runner.stderr.startswith("python -m runner: ")

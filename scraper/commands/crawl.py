@@ -134,7 +134,7 @@ class Command(ScrapyCrawlCommand):
         except OSError as exc:
             if is_disk_full(exc):
                 fail(f"disk full: cannot write under {self.layout.root}", DISK_FULL_EXIT)
-            raise
+            fail(exc.strerror)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         label = f"{self.spider_name} {self.shard}"
