@@ -21,9 +21,8 @@ import scrapy
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
-from scrapy.utils.defer import deferred_from_coro
 
-from scraper.diskspace import DISK_FULL_REASON, is_disk_full
+from scraper.diskspace import is_disk_full, report_disk_full
 from scraper.layout import DataLayout, worker_slug
 
 logger = logging.getLogger(__name__)
@@ -79,11 +78,9 @@ class JsonLinesItemStore:
         """Cut any torn line, keep every whole one, and end the round."""
         assert self.file is not None
         os.ftruncate(self.file.fileno(), self.good_size)  # frees space: never fails for ENOSPC
-        logger.error("disk full: cannot write items to %s (%s); closing this round, %d items "
-                     "kept", self.part_path, exc.strerror or exc, self.count)
+        report_disk_full(f"cannot write items to {self.part_path}, {self.count} items kept", exc)
         self.crawler.stats.inc_value("itemstore/disk_full")
         self._close_file()
-        deferred_from_coro(self.crawler.engine.close_spider_async(reason=DISK_FULL_REASON))
 
     def close_spider(self) -> None:
         self._close_file()

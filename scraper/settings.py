@@ -42,6 +42,7 @@ EXTENSIONS = {
     "scraper.extensions.logrotate.LogRotation": 0,
     "scraper.extensions.workerstate.WorkerState": 0,
     "scraper.extensions.shutdowngate.ShutdownGate": 0,
+    "scraper.diskspace.DiskFullGuard": 0,
 }
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory

@@ -15,8 +15,11 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from scraper.diskspace import is_disk_full, report_disk_full
 from scraper.statefile import create_private
 
 logger = logging.getLogger(__name__)
@@ -52,11 +55,33 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
         return _connect(path, kind, version, schema)
 
 
+class StoreConnection(sqlite3.Connection):
+    """A connection that reports a full disk (SQLITE_FULL: the file or its -wal could not grow)
+    the moment any store meets it, so the round ends the way a full item disk ends it."""
+
+    path: Path
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return self._reporting(super().execute, sql, parameters)
+
+    def executescript(self, script: str, /) -> sqlite3.Cursor:
+        return self._reporting(super().executescript, script)
+
+    def _reporting(self, method: Callable[..., sqlite3.Cursor], *args: Any) -> sqlite3.Cursor:
+        try:
+            return method(*args)
+        except sqlite3.OperationalError as exc:
+            if is_disk_full(exc):
+                report_disk_full(f"cannot write the store {self.path}", exc)
+            raise
+
+
 def _connect(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connection:
     if str(path) != ":memory:":
         create_private(path)  # SQLite gives its -wal and -shm files the database's mode
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-                           check_same_thread=False)
+                           check_same_thread=False, factory=StoreConnection)
+    conn.path = path
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # Only read until the file is known to be ours: a file that is not is moved aside exactly
