@@ -37,13 +37,15 @@ RESUME_FREE_BYTES = 8 * 1024 * 1024
 """The runner resumes forking once this much is free again."""
 
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
+_SQLITE_FULL_CODES = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR_SHMSIZE}
+"""SQLite says "disk I/O error" (IOERR_SHMSIZE) when a full disk stops the -shm file growing."""
 
 
 def is_disk_full(exc: BaseException) -> bool:
     """True for "no space left" and "quota exceeded", from the OS or from SQLite."""
     if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
         return True
-    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+    if getattr(exc, "sqlite_errorcode", None) in _SQLITE_FULL_CODES:
         return True
     return "database or disk is full" in str(exc)
 
