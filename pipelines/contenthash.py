@@ -12,6 +12,7 @@ import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 
+from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
 from scraper.items import content_hash
 from scraper.layout import DataLayout
@@ -38,8 +39,9 @@ class ContentHashPipeline:
 
     def open_spider(self) -> None:
         spider = self.crawler.spider
-        self.store = SqliteMapping(self.layout.contenthash_db(spider.name, spider.shard),
-                                   kind=STORE_KIND)
+        with round_closed_when_full():
+            self.store = SqliteMapping(self.layout.contenthash_db(spider.name, spider.shard),
+                                       kind=STORE_KIND)
 
     def close_spider(self) -> None:
         if self.store is not None:
@@ -59,8 +61,9 @@ class ContentHashPipeline:
         digest = item.get("content_hash")
         if digest in self.in_flight:
             self.in_flight.discard(digest)
-            self.store[bytes.fromhex(digest)] = item.get("collected_at") or ""
-            self.stats.inc_value("contenthash/stored")
+            with skipped_when_full():
+                self.store[bytes.fromhex(digest)] = item.get("collected_at") or ""
+                self.stats.inc_value("contenthash/stored")
 
     def item_failed(self, item: Any, exception: BaseException | None = None,
                     **kwargs: Any) -> None:

@@ -12,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import stat
 import time
 from pathlib import Path
 from typing import IO
@@ -20,9 +21,8 @@ import scrapy
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
-from scrapy.utils.defer import deferred_from_coro
 
-from scraper.diskspace import DISK_FULL_REASON, is_disk_full
+from scraper.diskspace import is_disk_full, report_disk_full
 from scraper.layout import DataLayout, worker_slug
 
 logger = logging.getLogger(__name__)
@@ -78,11 +78,9 @@ class JsonLinesItemStore:
         """Cut any torn line, keep every whole one, and end the round."""
         assert self.file is not None
         os.ftruncate(self.file.fileno(), self.good_size)  # frees space: never fails for ENOSPC
-        logger.error("disk full: cannot write items to %s (%s); closing this round, %d items "
-                     "kept", self.part_path, exc.strerror or exc, self.count)
+        report_disk_full(f"cannot write items to {self.part_path}, {self.count} items kept", exc)
         self.crawler.stats.inc_value("itemstore/disk_full")
         self._close_file()
-        deferred_from_coro(self.crawler.engine.close_spider_async(reason=DISK_FULL_REASON))
 
     def close_spider(self) -> None:
         self._close_file()
@@ -114,18 +112,33 @@ def _unused(path: Path) -> Path:
 
 
 def recover_part(part: Path) -> Path | None:
-    """Keep the whole lines of a ``.part`` left by a killed round under its ``.jsonl`` name."""
-    data = part.read_bytes()
-    whole = data[: data.rfind(b"\n") + 1]
+    """Keep the whole lines of a ``.part`` left by a killed round under its ``.jsonl`` name.
+
+    Only a regular file is touched, never through a symbolic link: truncating one would cut a
+    file anywhere on the machine. Anything else is left as it is, with an error.
+    """
+    try:
+        fd = os.open(part, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        logger.error("not recovering %s: it is a symbolic link (to %s), which is never "
+                     "followed; left as it is", part, os.readlink(part))
+        return None
+    with open(fd, "r+b") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            logger.error("not recovering %s: not a regular file; left as it is", part)
+            return None
+        data = handle.read()
+        whole = data[: data.rfind(b"\n") + 1]
+        if whole and len(whole) != len(data):
+            handle.truncate(len(whole))
+            handle.flush()
+            os.fsync(fd)
     if not whole:
         part.unlink()
         logger.warning("removed %s: a killed round left no whole line in it", part.name)
         return None
-    if len(whole) != len(data):
-        with open(part, "r+b") as handle:
-            handle.truncate(len(whole))
-            handle.flush()
-            os.fsync(handle.fileno())
     final = part.with_name(part.name[: -len(PART_SUFFIX)])
     os.replace(part, final)
     logger.warning("recovered %d whole lines from %s (a killed round), %d torn bytes cut",

@@ -161,7 +161,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.pidfile import PidFile
     from runner.plan import make_plan
     from runner.supervisor import Supervisor, preload
-    from scraper.pidlock import PidLockHeld
+    from scraper.pidlock import LockFileError, PidLockHeld
 
     layout = DataLayout(config.data_dir)
     try:
@@ -194,6 +194,8 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     except PidLockHeld as exc:
         return usage_error(f"a runner is already running on {config.data_dir} (pid {exc.pid}); "
                            f"'{PROG} stop' stops it")
+    except LockFileError as exc:  # a read-only (or full) data_dir
+        return usage_error(exc.strerror)
     _setup_logging(layout)
     logging.getLogger("runner").info(
         "versions: %s", ", ".join(f"{name} {version}" for name, version in versions))

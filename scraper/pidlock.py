@@ -21,19 +21,36 @@ class PidLockHeld(Exception):
         self.pid = pid
 
 
+class LockFileError(OSError):
+    """The lock file cannot be made or written (a read-only or full ``data_dir``): one line for
+    the user, with the errno kept so a full disk is still told apart."""
+
+
 def acquire_pid_lock(path: Path) -> int:
     """Lock ``path`` for this process and write its pid there; the returned descriptor is the
-    lock (closing it, or dying, releases it). Raises PidLockHeld."""
-    fd = open_private(path)
+    lock (closing it, or dying, releases it). Raises PidLockHeld or LockFileError."""
+    try:
+        fd = open_private(path, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         raise PidLockHeld(read_pid(path)) from None
     os.set_inheritable(fd, False)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as exc:
+        os.close(fd)
+        raise _unwritable(path, exc) from None
     return fd
+
+
+def _unwritable(path: Path, exc: OSError) -> LockFileError:
+    return LockFileError(exc.errno, f"cannot write the lock file {path}: {exc.strerror}; "
+                         "data_dir must be writable")
 
 
 def read_pid(path: Path) -> int | None:

@@ -42,6 +42,7 @@ EXTENSIONS = {
     "scraper.extensions.logrotate.LogRotation": 0,
     "scraper.extensions.workerstate.WorkerState": 0,
     "scraper.extensions.shutdowngate.ShutdownGate": 0,
+    "scraper.diskspace.DiskFullGuard": 0,
 }
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
@@ -94,9 +95,12 @@ DOWNLOAD_SLOTS = {
 
 # --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ -----------------
 ITEM_PIPELINES = {
+    "pipelines.surrogates.LoneSurrogatePipeline": 50,  # before anything encodes the item
     "pipelines.contenthash.ContentHashPipeline": 100,
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+TRENDING_MAX_ROWS = 100
+"""Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""

@@ -15,6 +15,7 @@ from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 
 from scraper.config import CollectorConfig, SpiderConfig
+from scraper.diskspace import is_disk_full
 from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
 from scraper.sharding import UNSHARDED, Shard
@@ -94,6 +95,8 @@ class CollectorSpider(scrapy.Spider):
         self.crawler.stats.inc_value(f"{self.name}/failed_requests/{kind}")
         if request is not None and request.meta.get(GAVE_UP):
             return  # Scrapy logged "Gave up retrying" for it
+        if is_disk_full(exc):
+            return  # a store's full disk (the GitHub budget's): reported once, round closing
         reason = next(iter(str(exc).splitlines()), "") or "no detail (see the warning above)"
         self.logger.error("cannot fetch %s: %s: %s", url, kind, reason[:300])
 

@@ -32,12 +32,18 @@ class TrendingSpider(CollectorSpider):
             )
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[TrendingRepoItem]:
-        rows = parse_trending(response.text, self.config.github.web_url)
+        cap = self.settings.getint("TRENDING_MAX_ROWS")
+        rows = parse_trending(response.text, self.config.github.web_url, max_rows=cap + 1)
         if not rows:
             self.crawler.stats.inc_value("trending/empty_pages")
             self.logger.error("trending page parsed to zero rows: %s (status %d)",
                               response.url, response.status)
             return
+        if len(rows) > cap:  # GitHub serves 25: this is not a trending page
+            self.crawler.stats.inc_value("trending/bad_responses")
+            self.logger.error("trending page answered more than %d rows (TRENDING_MAX_ROWS; "
+                              "GitHub serves 25): %s; kept the first %d", cap, response.url, cap)
+            rows = rows[:cap]
         for row in rows:
             yield self.stamp(TrendingRepoItem(
                 full_name=row.full_name, owner=row.owner, name=row.name, url=row.url,

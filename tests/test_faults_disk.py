@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support import Collector
+from tests.test_faults_hostile import generous_budget
 
 DISK_MB = 24
 
@@ -24,21 +26,28 @@ def _can_mount() -> str | None:
     return None
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
+@contextlib.contextmanager
+def tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``mount`` (made if missing) for the block; skips the test without
+    root or mount support."""
     reason = _can_mount()
     if reason:
         pytest.skip(reason)
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs",
-                           str(mount)], capture_output=True, text=True)
+    mount.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
+                          capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "disk", f"size={DISK_MB}m") as mount:
+        yield mount
 
 
 def fill(disk: Path, leave: int) -> Path:
@@ -110,3 +119,96 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
     assert {i["content_hash"] for i in after} == {i["content_hash"] for i in plain.items("docs")}
     runner_log = (collector.data_dir / "logs" / "runner.log").read_text()
     assert "disk full:" in runner_log and "resuming workers" in runner_log
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("read_only", ["data", "data/state"])
+def test_read_only_data_dir_is_one_line_and_exit_2(tmp_path: Path, read_only: str) -> None:
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=["http://127.0.0.1:9/site/"])
+    with tmpfs(collector.home / read_only, "size=1m") as mount:
+        earlier_run = {"data": ["logs", "state/locks"], "data/state": ["locks"]}[read_only]
+        for sub in earlier_run:
+            (mount / sub).mkdir(parents=True)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        crawl = collector.crawl("docs", "0/1", timeout=60)
+        runner = collector.runner("--workers", "1", "--spiders", "docs", "--once", timeout=60)
+    for done in (crawl, runner):
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        assert "Read-only file system" in done.stderr
+    assert crawl.stderr.startswith("scrapy crawl: ")
+    assert runner.stderr.startswith("python -m runner: ")
+
+
+def log_lines(collector: Collector, text: str, spider: str = "docs") -> list[str]:
+    return [line for line in collector.log(spider).splitlines() if text in line]
+
+
+def point_at(collector: Collector, spider: str, request: pytest.FixtureRequest) -> None:
+    """docs: 150 small pages; search: 60 queries of two pages (a GitHub budget write before and
+    after every request) on the hostile server's API."""
+    if spider == "docs":
+        docs = request.getfixturevalue("fake_docs_factory")(sites=1, pages=150, page_kb=1)
+        collector.configure(docs_urls=[f"{docs.url()}/site0/"])
+        return
+    hostile = request.getfixturevalue("fake_hostile").url()
+    collector.configure(spiders={"search": {"queries": [f"q{n}" for n in range(60)],
+                                            "per_page": 3}})
+    generous_budget(collector, web_url=hostile, web_min_interval=0, api_url=f"{hostile}/api")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("spider", ["docs", "search"])
+def test_full_store_disk_closes_the_round_like_a_full_item_disk(
+        tmp_path: Path, request: pytest.FixtureRequest, spider: str) -> None:
+    """The stores' disk (state/, here its own tmpfs) fills while the items' disk has room: a
+    store's -wal write fails first (deltafetch, content hash, GitHub budget), as it does when
+    the WAL needs a new page and an item line still fits in the item file's last one."""
+    collector = Collector(tmp_path / "c")
+    point_at(collector, spider, request)
+    with tmpfs(collector.data_dir / "state", "size=16m") as state:
+        ballast = fill(state, leave=256 * 1024)
+        full = collector.crawl(spider)
+        log = collector.log(spider)
+        assert full.returncode == 4, log[-3000:]
+        assert "Traceback" not in log + full.stderr, log[-3000:]
+        assert len(log_lines(collector, "disk full:", spider)) == 1, log[-3000:]
+        errors = log_lines(collector, "] ERROR: ", spider)
+        assert len(errors) == 1 and "store" in errors[0], errors
+        assert "Closing spider (disk_full)" in log
+        collector.items(spider)  # every visible line parses
+
+        ballast.unlink()
+        again = collector.crawl(spider)
+        assert again.returncode == 0, collector.log(spider)[-3000:]
+        for store in state.rglob("*.sqlite"):
+            conn = sqlite3.connect(store)
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", store
+            conn.close()
+        assert not list(state.rglob("*.unreadable-*"))
+    plain = Collector(tmp_path / "plain")
+    plain.config_path.write_text(collector.config_path.read_text().replace(
+        str(collector.data_dir), str(plain.data_dir)))
+    assert plain.crawl(spider).returncode == 0
+    # nothing lost: the union equals a fault-free run's
+    assert ({i["content_hash"] for i in collector.items(spider)}
+            == {i["content_hash"] for i in plain.items(spider)})
+
+
+@pytest.mark.timeout(60)
+def test_store_that_cannot_be_opened_for_lack_of_space_is_exit_4(
+        tmp_path: Path, fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=1, pages=5)
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=[f"{docs.url()}/site0/"])
+    with tmpfs(collector.data_dir / "state", "size=1m") as state:
+        (state / "locks").mkdir()
+        (state / "locks" / "docs-0of1.lock").write_text("1\n")  # an earlier round's
+        fill(state, leave=0)
+        done = collector.crawl("docs")
+    log = collector.log("docs")
+    assert done.returncode == 4, (done.stderr, log[-3000:])
+    assert "Traceback" not in log + done.stderr, log[-3000:]
+    assert len(log_lines(collector, "disk full:")) == 1, log[-3000:]
+    assert len(log_lines(collector, "] ERROR: ")) == 1, log_lines(collector, "] ERROR: ")

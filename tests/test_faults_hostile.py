@@ -25,6 +25,7 @@ from tests.fakes.hostile import (
     HOSTILE_PAGES,
     LIST_ITEMS,
     NESTED_TEXT,
+    TRENDING_FLOOD_ROWS,
 )
 from tests.support import Collector
 
@@ -264,3 +265,37 @@ def test_search_crawl_with_fake_github_bad_answers(collector: Collector,
     assert len([line for line in errors if "'htmlbody'" in line]) == 1
     assert len([line for line in errors if "Gave up retrying" in line and "boom500" in line]) == 1
     assert len(errors) == 3, "\n".join(errors)
+
+
+@pytest.mark.timeout(60)
+def test_search_result_with_a_lone_surrogate_is_kept(collector: Collector,
+                                                     fake_hostile: Any) -> None:
+    collector.configure(spiders={"search": {"queries": ["surrogate"], "per_page": 3}})
+    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
+                    api_url=f"{fake_hostile.url()}/api")
+    status, _, _ = run_watched(collector, "search", timeout=45)
+    log = collector.log("search")
+    assert status == 0, log[-3000:]
+    assert "Traceback" not in log and not error_lines(log), log[-3000:]
+    items = {item["full_name"]: item for item in collector.items("search")}  # strict UTF-8
+    assert sorted(items) == ["hostile/surrogate-repo-1", "hostile/surrogate-repo-2"]
+    assert items["hostile/surrogate-repo-1"]["description"] == "half a pair: \ufffd, then more"
+    assert collector.stats("search")["items/lone_surrogates_replaced"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_trending_page_with_thousands_of_rows_is_capped(collector: Collector,
+                                                        fake_hostile: Any) -> None:
+    collector.configure(spiders={"trending": {"languages": [""], "periods": ["daily"]}})
+    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
+                    api_url=f"{fake_hostile.url()}/api")
+    status, _, _ = run_watched(collector, "trending", timeout=45)
+    log = collector.log("trending")
+    assert status == 0, log[-3000:]
+    items = collector.items("trending")
+    assert TRENDING_FLOOD_ROWS > 100
+    assert [item["rank"] for item in items] == list(range(1, 101))  # TRENDING_MAX_ROWS
+    assert collector.stats("trending")["trending/bad_responses"] == 1
+    errors = error_lines(log)
+    assert len(errors) == 1 and "more than 100 rows" in errors[0], errors
+    assert mentions(errors[0], f"{fake_hostile.url()}/trending?since=daily")

@@ -269,3 +269,48 @@ def test_damage_helpers_really_damage(tmp_path: Path, seeded: Path) -> None:
         with pytest.raises((sqlite3.DatabaseError, StoreError)):
             conn: Any = _connect(path, which, 1, "SELECT 1;")
             conn.close()
+
+
+VICTIM = b'{"outside": "data_dir"}\n{"not a whole line'
+"""A file outside data_dir that a symlink points at: it must never be written."""
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("which", ["part", "log", "deltafetch", "deltafetch-wal",
+                                   "contenthash"])
+def test_symlinks_in_data_dir_are_never_followed(tmp_path: Path, seeded: Path,
+                                                 docs_server: FakeServer, which: str) -> None:
+    collector = home_from(seeded, tmp_path, docs_server)
+    victim = tmp_path / "victim"
+    # A zero-byte file is what SQLite would take for a new store and write into.
+    victim.write_bytes(b"" if which in ("deltafetch", "contenthash") else VICTIM)
+    before = victim.read_bytes()
+    data = collector.data_dir
+    link = {"part": data / "items" / "docs" / "docs-0of1-20200101T000000Z.jsonl.part",
+            "log": data / "logs" / "docs-0of1.log",
+            "deltafetch-wal": Path(f"{stores(data)['deltafetch']}-wal"),
+            **stores(data)}[which]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if which in stores(data):
+        link.unlink()
+    link.unlink(missing_ok=True)
+    link.symlink_to(victim)
+
+    result = collector.crawl("docs", SHARD)
+    assert victim.read_bytes() == before
+    assert "Traceback" not in result.stderr
+    if which == "log":  # nothing to log to: refused before Scrapy starts
+        assert result.returncode == 2
+        assert result.stderr.splitlines() == [
+            f"scrapy crawl: data_dir {data}: cannot write {link}: it is a symbolic link, which "
+            "is never followed; replace it by a file"]
+        return
+    log = collector.log("docs", SHARD)
+    assert result.returncode == 0, log[-3000:]
+    errors = [line for line in log.splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1 and "symbolic link" in errors[0] and str(victim) in errors[0], errors
+    assert "Traceback" not in log
+    if which == "part":
+        assert link.is_symlink()  # left for a human to look at
+    else:
+        assert not link.is_symlink() and list(link.parent.glob("*.unreadable-*"))

@@ -116,17 +116,26 @@ def ops(tmp_path: Path, fake_docs_factory: Any) -> Iterator[Ops]:
 
 
 class Webhook:
-    """A chat webhook on loopback: records each POSTed JSON body."""
+    """A chat webhook on loopback: records each POSTed JSON body (and each request's method,
+    path and Authorization in ``requests``); with ``redirect_to`` it answers 302 to that URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, redirect_to: str | None = None) -> None:
         self.received: list[Any] = []
-        received = self.received
+        self.requests: list[tuple[str, str, str | None]] = []
+        received, requests = self.received, self.requests
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 received.append(json.loads(self.rfile.read(length)))
-                self.send_response(204)
+                self.do_GET()
+
+            def do_GET(self) -> None:
+                requests.append((self.command, self.path, self.headers.get("Authorization")))
+                self.send_response(302 if redirect_to else 204)
+                if redirect_to:
+                    self.send_header("Location", redirect_to)
+                    self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:
@@ -428,6 +437,32 @@ def test_a_dead_webhook_changes_nothing_but_the_log(collector: Collector) -> Non
     assert "[runner.notify] WARNING: webhook POST to http://127.0.0.1:" in log
 
 
+def test_webhook_refuses_another_origin_and_never_logs_userinfo(collector: Collector,
+                                                                webhook: Webhook) -> None:
+    # `webhook` is another origin (another port): the 302 must not be followed there.
+    redirector = Webhook(redirect_to=f"{webhook.url}?stolen=1")
+    try:
+        port = redirector.server.server_address[1]
+        collector.configure(notify={
+            "webhook_url": f"http://hook:hunter2@127.0.0.1:{port}/hooks/secret-token"})
+        grow(collector.data_dir, "a", 2 * MB)
+        env = collector.env()
+        for name in PROXY_VARS:
+            env.pop(name, None)
+        result = collector.runner("size", "--every", "1MB", env=env)
+    finally:
+        redirector.close()
+    assert result.returncode == 0 and result.stderr == ""
+    # The userinfo was sent as Basic auth to the webhook's own origin, and went nowhere else.
+    assert redirector.requests == [("POST", "/hooks/secret-token", "Basic aG9vazpodW50ZXIy")]
+    assert webhook.requests == []
+    log = (collector.data_dir / "logs" / "runner.log").read_text()
+    assert f"webhook POST to http://127.0.0.1:{port} failed: " in log, log
+    assert "redirect to another origin" in log
+    assert "hunter2" not in log + result.stdout and "hook:" not in log
+    assert "secret-token" not in log
+
+
 @pytest.mark.parametrize("args", [
     ["size", "--every", "10XB"],
     ["size", "--every", "0"],
@@ -489,6 +524,34 @@ def test_install_cron_is_idempotent_and_keeps_other_lines(collector: Collector) 
     damaged.write_text("# >>> hubcollect >>>\n* * * * * true\n")
     bad = collector.runner("install-cron", "--crontab-file", str(damaged))
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
+
+
+EVIL = "x\n* * * * * touch pwned #"
+"""A name that, written into a crontab as it is, adds a cron job of its own."""
+
+
+@pytest.mark.parametrize("where", ["directory", "config", "user"])
+def test_install_cron_refuses_control_characters(collector: Collector, where: str) -> None:
+    config = collector.configure()
+    evil = collector.home / EVIL
+    evil.mkdir()
+    cwd, env, extra = collector.home, collector.env(), []
+    if where == "directory":
+        cwd = evil
+    elif where == "config":
+        env["COLLECTOR_CONFIG"] = str(evil / "collector.yaml")
+        (evil / "collector.yaml").write_text(config.read_text())
+    else:
+        extra = ["--user", EVIL]
+    crontab = collector.home / "crontab"
+    crontab.write_text("MAILTO=me@example.org\n")
+    done = subprocess.run([*RUNNER, "install-cron", "--crontab-file", str(crontab), *extra],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "control character '\\n'" in done.stderr
+    assert crontab.read_text() == "MAILTO=me@example.org\n"
 
 
 def test_the_cron_line_runs_with_crons_bare_environment(collector: Collector) -> None:

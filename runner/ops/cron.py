@@ -18,6 +18,7 @@ import pwd
 import shlex
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,8 +59,8 @@ def register(parser: argparse.ArgumentParser,
 def cmd_install_cron(args: argparse.Namespace, config: CollectorConfig) -> int:
     path = Path(args.crontab_file) if args.crontab_file else None
     user = args.user or (_current_user() if path and _is_system_crontab(path) else None)
-    lines = cron_lines(args, user)
     try:
+        lines = cron_lines(args, user)
         current = _read_file(path) if path else _read_crontab()
         updated = replace_block(current, lines)
         if args.dry_run:
@@ -84,24 +85,38 @@ def cmd_install_cron(args: argparse.Namespace, config: CollectorConfig) -> int:
 
 
 def cron_lines(args: argparse.Namespace, user: str | None) -> list[str]:
-    """The lines between the markers, every path absolute."""
-    prefix = [f"cd {shlex.quote(os.getcwd())}", "&&",
-              f"COLLECTOR_PYTHON={shlex.quote(sys.executable)}"]
+    """The lines between the markers, every path absolute. Raises CronError for a value that
+    would not stay on its line."""
+    prefix = [f"cd {shlex.quote(_one_line('the current directory', os.getcwd()))}", "&&",
+              f"COLLECTOR_PYTHON={shlex.quote(_one_line('the interpreter', sys.executable))}"]
     config_path = resolve_config_path(args.config)
     if config_path is not None:
-        prefix.append(f"{CONFIG_ENV}={shlex.quote(str(config_path.absolute()))}")
-    columns = f"{SCHEDULE} {user}" if user else SCHEDULE
+        config = _one_line("the config path", str(config_path.absolute()))
+        prefix.append(f"{CONFIG_ENV}={shlex.quote(config)}")
+    _one_line("the scripts directory", str(SCRIPTS_DIR))
+    columns = f"{SCHEDULE} {_one_line('--user', user)}" if user else SCHEDULE
     watchdog = ["--min-workers", str(args.min_workers)] if args.min_workers else []
     size = ["--every", args.every] + (["--target", args.target] if args.target else [])
     jobs = [] if args.no_watchdog else [("watchdog.sh", watchdog)]
     jobs.append(("size_monitor.sh", size))
     lines = [BEGIN, f"# written by '{PROG} install-cron'; run it again to change these lines"]
     for script, options in jobs:
+        options = [_one_line("the option value", value) for value in options]
         command = " ".join([*prefix, shlex.quote(str(SCRIPTS_DIR / script)),
                             *map(shlex.quote, options)])
         lines.append(f"{columns} {_cron_escape(command)}")
     lines.append(END)
     return lines
+
+
+def _one_line(what: str, value: str) -> str:
+    """``value``, refused if it holds a control character: cron ends an entry at a newline, so a
+    directory named ``x\\n* * * * * cmd`` would add a job of its own (quoting cannot help)."""
+    bad = next((char for char in value if unicodedata.category(char) == "Cc"), None)
+    if bad is not None:
+        raise CronError(f"{what} {value!r} contains the control character {bad!r}, which "
+                        "cannot go into a crontab: use a path or name without control characters")
+    return value
 
 
 def _cron_escape(command: str) -> str:

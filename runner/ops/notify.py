@@ -8,12 +8,17 @@ its failures go to the runner's log only.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
-from urllib.parse import urlsplit
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from scraper.config import CollectorConfig
+from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
 
 WEBHOOK_TIMEOUT = 3.0
@@ -38,15 +43,15 @@ def post_webhook(url: str, text: str, layout: DataLayout,
     socket operation but not name resolution, and a cron check must not hang on a broken DNS.
     """
     outcome: list[str] = []
+    target, headers = _without_userinfo(url)
+    headers.update({"Content-Type": "application/json", "User-Agent": "hubcollect"})
 
     def send() -> None:
-        import urllib.request
-
         request = urllib.request.Request(
-            url, data=json.dumps({"text": text}).encode(), method="POST",
-            headers={"Content-Type": "application/json", "User-Agent": "hubcollect"})
+            target, data=json.dumps({"text": text}).encode(), method="POST", headers=headers)
+        opener = urllib.request.build_opener(_SameOriginRedirects)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            with opener.open(request, timeout=timeout) as response:
                 response.read(4096)
             outcome.append("")
         except Exception as exc:  # any failure is only logged: see the module docstring
@@ -57,11 +62,48 @@ def post_webhook(url: str, text: str, layout: DataLayout,
     thread.join(timeout + 1.0)
     error = outcome[0] if outcome else f"no answer within {timeout:g} s"
     if error:
-        # Only scheme and host: a webhook URL's path is usually its secret.
-        parts = urlsplit(url)
         log_to_runner_log(layout, "runner.notify", logging.WARNING,
-                          f"webhook POST to {parts.scheme}://{parts.netloc} failed: {error}")
+                          f"webhook POST to {origin(url)} failed: {error}")
     return not error
+
+
+def origin(url: str) -> str:
+    """``scheme://host[:port]``: what may be logged of a URL. Its path is usually the webhook's
+    secret, and its userinfo (``user:password@``) always is."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def _without_userinfo(url: str) -> tuple[str, dict[str, str]]:
+    """The URL to open and its headers: userinfo becomes Basic auth, as curl does (urllib would
+    take ``user:pw@host`` for a host name and leak it in a DNS error)."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, {}
+    netloc = parts.netloc.rpartition("@")[2]
+    credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    auth = "Basic " + base64.b64encode(credentials.encode()).decode()
+    return urlunsplit(parts._replace(netloc=netloc)), {"Authorization": auth}
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the webhook's origin: another host would get the message
+    (and urllib turns the POST into a GET there), so it is refused and logged instead."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> urllib.request.Request | None:
+        if origin(newurl) != origin(req.full_url):
+            raise urllib.error.HTTPError(
+                req.full_url, code, f"redirect to another origin ({origin(newurl)}) refused",
+                headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 def log_to_runner_log(layout: DataLayout, name: str, level: int, message: str) -> None:
@@ -73,7 +115,7 @@ def log_to_runner_log(layout: DataLayout, name: str, level: int, message: str) -
     record = logging.LogRecord(name, level, __file__, 0, message, None, None)
     try:
         layout.logs_dir.mkdir(parents=True, exist_ok=True)
-        with open(layout.runner_log, "a", encoding="utf-8") as log:
+        with open_log(layout.runner_log) as log:
             log.write(_FORMAT.format(record) + "\n")
     except OSError:
         pass

@@ -25,6 +25,7 @@ from scraper.diskspace import (
     free_bytes,
     is_disk_full,
 )
+from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
 from scraper.sharding import UNSHARDED, Shard, ShardError
 from scraper.spiderargs import SPIDER_ARGUMENTS
@@ -96,8 +97,9 @@ class Command(ScrapyCrawlCommand):
         log_file = self.layout.log_file(self.spider_name, self.shard)
         try:
             log_file.parent.mkdir(parents=True, exist_ok=True)
+            open_log(log_file).close()  # refuses a symlink before Scrapy's handler opens it
         except OSError as exc:
-            fail(f"data_dir {config.data_dir}: cannot create {log_file.parent}: {exc.strerror}")
+            fail(f"data_dir {config.data_dir}: cannot write {exc.filename}: {exc.strerror}")
         # Project priority: below the spider's own settings and below -s on the command line.
         self.settings.setdict(collector_settings(config, self.layout), priority="project")
         self.settings.set("LOG_FILE", str(log_file), priority="project")
@@ -132,7 +134,7 @@ class Command(ScrapyCrawlCommand):
         except OSError as exc:
             if is_disk_full(exc):
                 fail(f"disk full: cannot write under {self.layout.root}", DISK_FULL_EXIT)
-            raise
+            fail(exc.strerror)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         label = f"{self.spider_name} {self.shard}"

@@ -7,15 +7,31 @@ checked at start and every ``LOG_ROTATE_INTERVAL`` seconds while crawling.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from pathlib import Path
+from typing import TextIO
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.log import get_scrapy_root_handler
 from twisted.internet import task
+
+
+def open_log(path: Path, encoding: str | None = "utf-8") -> TextIO:
+    """``path`` opened for appending (created 0644 if missing), never through a symbolic link:
+    a log is written by every worker all the time, so a link would let anyone who can write the
+    logs directory append to any file this user can write. Raises OSError naming the path."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "it is a symbolic link, which is never followed; "
+                          "replace it by a file", str(path)) from None
+        raise
+    return open(fd, "a", encoding=encoding)
 
 
 def rollover(path: Path, backups: int) -> None:
@@ -71,9 +87,7 @@ class LogRotation:
             if old is not None:
                 old.close()
             rollover(self.path, self.backups)
-            devnull = self.handler.setStream(
-                open(self.path, "a", encoding=self.handler.encoding)  # noqa: SIM115
-            )
+            devnull = self.handler.setStream(open_log(self.path, self.handler.encoding))
             if devnull is not None:
                 devnull.close()
         finally:

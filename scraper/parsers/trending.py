@@ -43,11 +43,13 @@ class TrendingRow:
     built_by: list[str]  # avatar logins without "@", bots included, page order
 
 
-def parse_trending(html: str | bytes, base_url: str) -> list[TrendingRow]:
+def parse_trending(html: str | bytes, base_url: str,
+                   max_rows: int | None = None) -> list[TrendingRow]:
     """Parse a trending page; returns [] when the page holds no repository rows.
 
     ``base_url`` is the page URL (e.g. ``response.url``); row URLs are resolved against it.
     Rows without a usable ``/owner/name`` heading link are skipped, and ranks stay 1..n.
+    Parsing stops after ``max_rows`` rows: a page with thousands costs no more than that.
     """
     if isinstance(html, bytes):
         html = html.decode("utf-8", errors="replace")
@@ -60,6 +62,8 @@ def parse_trending(html: str | bytes, base_url: str) -> list[TrendingRow]:
         row = _parse_row(node, rank=len(rows) + 1, base_url=base_url)
         if row is not None:
             rows.append(row)
+            if len(rows) == max_rows:
+                break
     return rows
 
 

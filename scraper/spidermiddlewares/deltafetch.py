@@ -36,6 +36,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy_deltafetch.middleware import DeltaFetch
 
+from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
 from scraper.layout import DELTAFETCH_DB_NAME as DB_NAME
 from scraper.layout import worker_slug
@@ -83,11 +84,13 @@ class ShardedDeltaFetch(DeltaFetch):
         path = Path(self.dir) / worker_slug(spider.name, spider.shard) / DB_NAME
         if (self.reset or getattr(spider, "deltafetch_reset", False)) and path.exists():
             logger.warning("DELTAFETCH_RESET: moved %s aside to %s", path, move_aside(path).name)
-        self.db = DeltaFetchStore(path, kind=STORE_KIND)
         self.refresh_after: float | None = getattr(spider, "refresh_after", None)
+        with round_closed_when_full():
+            self.db = DeltaFetchStore(path, kind=STORE_KIND)
 
     def spider_closed(self, spider: Spider) -> None:
-        self.db.close()
+        if hasattr(self, "db"):  # not when the disk was too full to open it
+            self.db.close()
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
@@ -109,9 +112,10 @@ class ShardedDeltaFetch(DeltaFetch):
                     self._pending[id(element)] = page
                 yield element
             # Links first, record second: a recorded page always has its links stored.
-            self.db.set_links(page, followed)
-            if page in self._awaiting:
-                self._record(page)
+            with skipped_when_full():
+                self.db.set_links(page, followed)
+                if page in self._awaiting:
+                    self._record(page)
         finally:
             self._open_pages.discard(page)
             self._awaiting.discard(page)
@@ -147,8 +151,9 @@ class ShardedDeltaFetch(DeltaFetch):
         return time.time() - float(stored_at) < self.refresh_after
 
     def _record(self, page: bytes) -> None:
-        self.db[page] = str(time.time())
-        self.stats.inc_value("deltafetch/stored")
+        with skipped_when_full():
+            self.db[page] = str(time.time())
+            self.stats.inc_value("deltafetch/stored")
 
     def item_passed(self, item: Any, **kwargs: Any) -> None:
         """The item is written: its page is done once its links are stored too."""

@@ -31,10 +31,14 @@ Dense pages under ``/dense/`` (``/dense/index.html`` links to each), a site of t
     items.html           100,000 list items
     p{n}.html            a small page (what big.html's links point to)
 
+A GitHub-like trending page at ``/trending`` (any language path, any ``since``) with
+:data:`TRENDING_FLOOD_ROWS` rows where GitHub serves 25.
+
 A GitHub-like search API under ``/api/search/repositories``, chosen by the ``q`` parameter:
 ``good`` (two pages by ``Link``), ``badjson``, ``htmlbody``, ``nullitems`` (``"items": null``),
 ``scalaritems`` (items that are not objects), ``notobject`` (a JSON list), ``badlink`` (a
-``Link`` next URL with ``page=abc``), ``storm`` (503), ``reset``, ``badgzip``; anything else is
+``Link`` next URL with ``page=abc``), ``storm`` (503), ``reset``, ``badgzip``, ``surrogate`` (a
+description holding a lone surrogate, ``\\ud800``, next to a plain result); anything else is
 answered like ``good`` with its own repositories.
 
 ``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n}}`` where
@@ -75,6 +79,7 @@ DENSE_PAGES = ("big.html", "nested.html", "items.html", "links.html", "links-str
 NESTED_DIVS = 1600
 NESTED_TEXT = "Found at the bottom of sixteen hundred divs."
 LIST_ITEMS = 100_000
+TRENDING_FLOOD_ROWS = 3000
 API_QUERIES = ("good", "badjson", "htmlbody", "nullitems", "scalaritems", "notobject",
                "badlink", "storm", "reset", "badgzip")
 
@@ -119,6 +124,16 @@ def dense_page(name: str) -> bytes:
         return page_html("Dense index", ["Pages whose tree is the danger."], links)
     return (f"<!DOCTYPE html><html><head><title>Dense {name}</title></head><body><main>"
             f"<h1>Dense {name}</h1>{body}</main></body></html>").encode()
+
+
+def trending_flood(rows: int) -> bytes:
+    """A trending page in GitHub's markup (``article.Box-row``) with ``rows`` repository rows."""
+    articles = "".join(
+        f'<article class="Box-row"><h2 class="h3 lh-condensed"><a href="/flood/repo-{n}">'
+        f'flood / repo-{n}</a></h2><p class="col-9">Row {n} of a flood.</p>'
+        f'<a href="/flood/repo-{n}/stargazers">{n}</a></article>\n' for n in range(rows))
+    return (f"<!DOCTYPE html><html><body><div class=\"Box\">{articles}</div></body></html>"
+            ).encode()
 
 
 def repo(q: str, n: int) -> dict[str, Any]:
@@ -273,6 +288,8 @@ class Hostile:
             await self.dense(writer, path)
         elif path == "/site/offsite.html":
             await self.send(writer, path, 302, [("Location", f"{self.other}/site/elsewhere.html")])
+        elif path == "/trending" or path.startswith("/trending/"):
+            await self.send(writer, path, 200, [], trending_flood(TRENDING_FLOOD_ROWS))
         else:
             await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
 
@@ -360,6 +377,10 @@ class Hostile:
             await self.reset(writer, key)
         elif q == "badgzip":
             await self.badgzip(writer, key)
+        elif q == "surrogate":
+            broken = {**repo(q, 1), "description": "half a pair: \ud800, then more"}
+            body = json.dumps({"total_count": 2, "items": [broken, repo(q, 2)]})  # "\\ud800"
+            await self.send(writer, key, 200, [], body.encode(), JSON)
         elif q == "badlink":
             body = json.dumps({"total_count": 9, "items": [repo(q, 1), repo(q, 2)]})
             link = f'<{self.url}{path}?{urlencode({"q": q, "page": "abc"})}>; rel="next"'
