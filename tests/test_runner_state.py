@@ -160,9 +160,12 @@ def test_a_wall_clock_stepped_back_stalls_neither_rounds_nor_status(
 
         wait_for(lambda: rounds() >= 1, 60, "a first round")
         step_file.touch()
-        time.sleep(2.5)  # the runner writes its status every 2 s: one written after the step
-        stepped = read_status(status_file)
-        assert stepped is not None
+
+        def written_after_the_step() -> Any:
+            status = read_status(status_file)
+            return status if status and status.runner.updated_at < time.time() - 3000 else None
+
+        stepped = wait_for(written_after_the_step, 30, "a status written after the clock step")
         before = (rounds(), stepped.runner.updated_at)
         wait_for(lambda: rounds() >= before[0] + 2, 30, "two more rounds after the clock step")
         after = read_status(status_file)
