@@ -141,7 +141,8 @@ def write_report(conn: Any, out: Path) -> Path:
     def rising(ax: Any) -> bool:
         for full_name, *_ in risers:
             curve = conn.execute(queries.STAR_CURVE, {"full_name": full_name}).fetchall()
-            ax.plot([_time(t) for t, _ in curve], [s for _, s in curve], marker=".",
+            base = curve[0][1] if curve else 0
+            ax.plot([_time(t) for t, _ in curve], [s - base for _, s in curve], marker=".",
                     label=full_name)
         return bool(risers)
 
@@ -149,8 +150,8 @@ def write_report(conn: Any, out: Path) -> Path:
     figure("data_size", "Data size over time", "MB", size)
     figure("github_budget", "GitHub budget in use at each catalog build", "% of the window",
            budget)
-    figure("top_risers", "Top risers: stars over the last 7 days on trending", "stars",
-           rising)
+    figure("top_risers", "Top risers: stars gained over the last 7 days on trending",
+           "stars gained", rising)
     return _write_index(conn, out, risers)
 
 
