@@ -239,7 +239,7 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
                 counts = per_hour.setdefault(key, [0, 0])
                 counts[0] += 1
                 counts[1] += len(raw)
-            except (ValueError, BadRecord) as exc:  # json.JSONDecodeError is a ValueError
+            except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
                 bad += 1
                 if bad <= WARNINGS_PER_FILE:
                     reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"

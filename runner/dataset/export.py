@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import os
 import sys
@@ -47,9 +46,12 @@ def cmd_export(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.dataset.build import catalog_path
     from runner.dataset.schema import connect
 
-    if args.format == "parquet" and importlib.util.find_spec("pyarrow") is None:
-        print(f"{PROG}: {PARQUET_HINT}", file=sys.stderr)
-        return 2
+    if args.format == "parquet":
+        try:
+            import pyarrow.parquet  # noqa: F401 - present and importable, before any work
+        except ImportError:
+            print(f"{PROG}: {PARQUET_HINT}", file=sys.stderr)
+            return 2
     catalog = catalog_path(DataLayout(config.data_dir))
     if not catalog.exists():
         print(f"{PROG}: no catalog at {catalog}: run 'python -m runner catalog' first",
