@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.dataset.access import catalog_path
 from runner.dataset.records import (
     BadRecord,
     docs_row,
@@ -32,7 +33,7 @@ from runner.dataset.records import (
     search_row,
     stamp,
 )
-from runner.dataset.schema import CATALOG_NAME, TABLE_BY_NAME, connect
+from runner.dataset.schema import TABLE_BY_NAME, connect
 from runner.joblock import exclusive_or_skip
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
@@ -104,10 +105,6 @@ MERGE_SQL = (
 )
 
 Warn = Callable[[str], None]
-
-
-def catalog_path(layout: DataLayout) -> Path:
-    return layout.root / CATALOG_NAME
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from runner.dataset.access import read_into
 from runner.dataset.schema import DATA_TABLES, TABLE_BY_NAME
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
@@ -43,34 +44,19 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_export(args: argparse.Namespace, config: CollectorConfig) -> int:
-    from runner.dataset.build import catalog_path
-    from runner.dataset.schema import connect
-
     if args.format == "parquet":
         try:
             import pyarrow.parquet  # noqa: F401 - present and importable, before any work
         except ImportError:
             print(f"{PROG}: {PARQUET_HINT}", file=sys.stderr)
             return 2
-    catalog = catalog_path(DataLayout(config.data_dir))
-    if not catalog.exists():
-        print(f"{PROG}: no catalog at {catalog}: run 'python -m runner catalog' first",
-              file=sys.stderr)
-        return 2
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        conn = connect(catalog, readonly=True)
-        try:
-            for table in [args.table] if args.table else DATA_TABLES:
-                path, rows = export_table(conn, table, args.format, out)
-                print(f"{table}: {rows:,} rows -> {path}")
-        finally:
-            conn.close()
-    except OSError as exc:
-        print(f"{PROG}: {exc.filename or out}: {exc.strerror}", file=sys.stderr)
-        return 1
-    return 0
+
+    def work(conn: Any, out: Path) -> None:
+        for table in [args.table] if args.table else DATA_TABLES:
+            path, rows = export_table(conn, table, args.format, out)
+            print(f"{table}: {rows:,} rows -> {path}")
+
+    return read_into(DataLayout(config.data_dir), Path(args.out), PROG, work)
 
 
 def _batches(conn: Any, table: str) -> Iterator[list[tuple[Any, ...]]]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.dataset import queries
+from runner.dataset.access import read_into
 from runner.dataset.schema import DATA_TABLES
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
@@ -42,31 +43,16 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_report(args: argparse.Namespace, config: CollectorConfig) -> int:
-    from runner.dataset.build import catalog_path
-    from runner.dataset.schema import connect
-
     if importlib.util.find_spec("matplotlib") is None:
         print(f"{PROG}: matplotlib is not installed: pip install -e '.[report]'",
               file=sys.stderr)
         return 2
-    catalog = catalog_path(DataLayout(config.data_dir))
-    if not catalog.exists():
-        print(f"{PROG}: no catalog at {catalog}: run 'python -m runner catalog' first",
-              file=sys.stderr)
-        return 2
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        conn = connect(catalog, readonly=True)
-        try:
-            index = write_report(conn, out)
-        finally:
-            conn.close()
-    except OSError as exc:
-        print(f"{PROG}: {exc.filename or out}: {exc.strerror}", file=sys.stderr)
-        return 1
-    print(f"report: {len(PLOTS)} plots and {index}")
-    return 0
+
+    def work(conn: Any, out: Path) -> None:
+        index = write_report(conn, out)
+        print(f"report: {len(PLOTS)} plots and {index}")
+
+    return read_into(DataLayout(config.data_dir), Path(args.out), PROG, work)
 
 
 def _time(text: str) -> datetime:

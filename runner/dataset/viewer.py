@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.dataset import queries
+from runner.dataset.access import existing_catalog
 from runner.dataset.schema import TABLES
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
@@ -64,16 +65,11 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_view(args: argparse.Namespace, config: CollectorConfig) -> int:
-    from runner.dataset.build import catalog_path
-
-    layout = DataLayout(config.data_dir)
-    catalog = catalog_path(layout)
     if importlib.util.find_spec("datasette") is None:
         print(f"{PROG}: Datasette is not installed: pip install -e '.[view]'", file=sys.stderr)
         return 2
-    if not catalog.exists():
-        print(f"{PROG}: no catalog at {catalog}: run 'python -m runner catalog' first",
-              file=sys.stderr)
+    catalog = existing_catalog(DataLayout(config.data_dir), PROG)
+    if catalog is None:
         return 2
     meta = write_metadata(catalog.with_name(METADATA_NAME), catalog.stem)
     argv = [sys.executable, "-m", "datasette", "serve", str(catalog), "--metadata", str(meta),
