@@ -195,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-file", type=int, default=1000)
     parser.add_argument("--round-items", type=int, default=600,
                         help="items in the 'one more round' (a round of a few workers)")
+    parser.add_argument("--out", metavar="PATH",
+                        help="results JSON (default benchmarks/results/catalog.json, or "
+                             "catalog-N.json for another --items)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-catalog-") as tmp:
         result = run(args.items, args.per_file, args.round_items, Path(tmp))
@@ -204,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['build']['peak_rss_mb']} MB; incremental round "
           f"{result['incremental']['wall_s']} s; catalog "
           f"{result['catalog_bytes'] / 1e6:.0f} MB; tables {result['tables']}")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     name = "catalog.json" if args.items == 1_000_000 else f"catalog-{args.items}.json"
-    (RESULTS_DIR / name).write_text(json.dumps(result, indent=1) + "\n")
+    out = Path(args.out) if args.out else RESULTS_DIR / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
     return 0
 
 
