@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from lxml import etree
 
 from benchmarks.catalog import ItemWriter
+from runner.dataset.schedule import NICENESS
 from runner.dataset.schema import DATA_TABLES, TABLES
 from runner.dataset.viewer import metadata
 from scraper.config import ConfigError, parse_config
@@ -460,7 +462,17 @@ def test_the_runner_builds_the_catalog_every_catalog_interval(tmp_path: Path) ->
         runner = collector.start_runner("--workers", "1")
         db = collector.data_dir / "catalog.sqlite"
         log = collector.data_dir / "logs" / "runner.log"
+        def catalog_children() -> list[int]:
+            """The niceness of each catalog child of the runner now."""
+            try:
+                children = psutil.Process(runner.pid).children()
+                return [p.nice() for p in children if "catalog" in p.cmdline()]
+            except psutil.Error:
+                return []
+
         try:
+            assert wait_for(catalog_children, 60, "the runner's catalog child",
+                            interval=0.02) == [NICENESS]
             wait_for(lambda: log.exists() and log.read_text().count("catalog updated") >= 2,
                      60, "two catalog builds by the runner")
         finally:
