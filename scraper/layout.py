@@ -16,6 +16,9 @@
     {data_dir}/state/distributed/{spider}-{i}of{N}.pending.jsonl  Redis writes kept over a restart
     {data_dir}/state/budget.sqlite                              the shared GitHub budget
     {data_dir}/state/etags.sqlite                               GitHub API pages' last ETags
+    {data_dir}/catalog.sqlite, catalog-metadata.json            the dataset, its viewer metadata
+    {data_dir}/feeds/trending-{period}-{language or all}.atom   new arrivals on each list
+    {data_dir}/logs/catalog.log, state/catalog.lock             the catalog builds'
 
 Everything under ``state/`` is created private to the user (see :mod:`scraper.statefile`).
 """
@@ -133,3 +136,23 @@ class DataLayout:
 
     def writebehind_spill(self, spider: str, shard: Shard) -> Path:
         return self.state_dir / "distributed" / f"{worker_slug(spider, shard)}.pending.jsonl"
+
+    @property
+    def catalog_db(self) -> Path:
+        return self.root / "catalog.sqlite"
+
+    @property
+    def catalog_metadata(self) -> Path:
+        return self.root / "catalog-metadata.json"
+
+    @property
+    def catalog_lock(self) -> Path:
+        return self.state_dir / "catalog.lock"
+
+    @property
+    def catalog_log(self) -> Path:
+        return self.logs_dir / "catalog.log"
+
+    @property
+    def feeds_dir(self) -> Path:
+        return self.root / "feeds"

@@ -7,19 +7,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.dataset.schema import CATALOG_NAME, connect
+from runner.dataset.schema import connect
+from runner.usage import USAGE_ERROR
 from scraper.layout import DataLayout
-
-USAGE_ERROR = 2
-
-
-def catalog_path(layout: DataLayout) -> Path:
-    return layout.root / CATALOG_NAME
 
 
 def existing_catalog(layout: DataLayout, prog: str) -> Path | None:
     """The catalog's path, or None after saying on stderr how to build one."""
-    path = catalog_path(layout)
+    path = layout.catalog_db
     if path.exists():
         return path
     print(f"{prog}: no catalog at {path}: run 'python -m runner catalog' first",

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.dataset.access import catalog_path
 from runner.dataset.records import (
     BadRecord,
     docs_row,
@@ -34,11 +33,12 @@ from runner.dataset.records import (
     stamp,
 )
 from runner.dataset.schema import TABLE_BY_NAME, connect
-from runner.joblock import exclusive_or_skip
+from runner.ops.joblock import exclusive_or_skip
+from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 
-PROG = "python -m runner catalog"
+PROG = f"{RUNNER} catalog"
 CHUNK = 2000
 """Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
 WARNINGS_PER_FILE = 5
@@ -132,11 +132,11 @@ def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
     """Load every closed item file not loaded yet; then take samples and write the feeds."""
     started = time.monotonic()
     result = BuildResult()
-    with exclusive_or_skip(layout.state_dir / "catalog.lock") as mine:
+    with exclusive_or_skip(layout.catalog_lock) as mine:
         if not mine:
             result.busy = True
             return result
-        conn = connect(catalog_path(layout))
+        conn = connect(layout.catalog_db)
         try:
             for statement in TEMP_DDL:
                 conn.execute(statement)
@@ -298,5 +298,5 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
     except OSError as exc:
         print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
         return 1
-    print(result.describe(catalog_path(layout)))
+    print(result.describe(layout.catalog_db))
     return 0

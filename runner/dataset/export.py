@@ -23,10 +23,12 @@ from typing import Any
 
 from runner.dataset.access import read_into
 from runner.dataset.schema import DATA_TABLES, TABLE_BY_NAME
+from runner.usage import PROG as RUNNER
+from runner.usage import USAGE_ERROR
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 
-PROG = "python -m runner export"
+PROG = f"{RUNNER} export"
 FORMATS = ("csv", "parquet", "jsonl")
 BATCH = 10_000
 PARQUET_HINT = "--format parquet needs pyarrow: pip install -e '.[export]'"
@@ -49,7 +51,7 @@ def cmd_export(args: argparse.Namespace, config: CollectorConfig) -> int:
             import pyarrow.parquet  # noqa: F401 - present and importable, before any work
         except ImportError:
             print(f"{PROG}: {PARQUET_HINT}", file=sys.stderr)
-            return 2
+            return USAGE_ERROR
 
     def work(conn: Any, out: Path) -> None:
         for table in [args.table] if args.table else DATA_TABLES:

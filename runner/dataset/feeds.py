@@ -24,10 +24,6 @@ FEED_ENTRIES = 50
 FEEDS_HINT = "feeds not written: feedgen is not installed (pip install -e '.[feeds]')"
 
 
-def feeds_dir(layout: DataLayout) -> Path:
-    return layout.root / "feeds"
-
-
 def feed_name(period: str, language: str) -> str:
     return f"trending-{period}-{language or 'all'}.atom"
 
@@ -42,7 +38,7 @@ def write_feeds(conn: Any, layout: DataLayout, web_url: str, *,
     if importlib.util.find_spec("feedgen") is None:
         warn(FEEDS_HINT)
         return []
-    directory = feeds_dir(layout)
+    directory = layout.feeds_dir
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for period, language in lists:

@@ -26,10 +26,12 @@ from typing import Any
 from runner.dataset import queries
 from runner.dataset.access import read_into
 from runner.dataset.schema import DATA_TABLES
+from runner.usage import PROG as RUNNER
+from runner.usage import USAGE_ERROR
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 
-PROG = "python -m runner report"
+PROG = f"{RUNNER} report"
 TOP_RISERS = 8
 PLOTS = ("items_per_hour", "data_size", "github_budget", "top_risers")
 
@@ -46,7 +48,7 @@ def cmd_report(args: argparse.Namespace, config: CollectorConfig) -> int:
     if importlib.util.find_spec("matplotlib") is None:
         print(f"{PROG}: matplotlib is not installed: pip install -e '.[report]'",
               file=sys.stderr)
-        return 2
+        return USAGE_ERROR
 
     def work(conn: Any, out: Path) -> None:
         index = write_report(conn, out)

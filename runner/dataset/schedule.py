@@ -59,7 +59,7 @@ class CatalogSchedule:
             logger.info("catalog updated in %.1f s", took)
         else:
             logger.warning("catalog build ended (%s) after %.1f s; see %s; next in %.0f s",
-                           how, took, self._log_path(), self.interval)
+                           how, took, self.layout.catalog_log, self.interval)
         return True
 
     def stop(self) -> None:
@@ -72,9 +72,6 @@ class CatalogSchedule:
         except (ProcessLookupError, ChildProcessError):
             pass
         self.pid = None
-
-    def _log_path(self) -> str:
-        return str(self.layout.logs_dir / "catalog.log")
 
     def _spawn(self) -> int:
         argv = [sys.executable, "-m", "runner", "catalog"]
@@ -91,7 +88,7 @@ class CatalogSchedule:
             die_with_parent(parent)
             os.nice(NICENESS)
             os.setpgid(0, 0)  # a ^C in the runner's terminal is the runner's to handle
-            log_fd = os.open(self._log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            log_fd = os.open(self.layout.catalog_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             os.dup2(log_fd, 1)
             os.dup2(log_fd, 2)
             os.execv(sys.executable, argv)

@@ -11,8 +11,6 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-CATALOG_NAME = "catalog.sqlite"
-
 
 @dataclass(frozen=True, slots=True)
 class Table:

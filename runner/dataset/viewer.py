@@ -19,11 +19,12 @@ from typing import Any
 from runner.dataset import queries
 from runner.dataset.access import existing_catalog
 from runner.dataset.schema import TABLES
+from runner.usage import PROG as RUNNER
+from runner.usage import USAGE_ERROR
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 
-PROG = "python -m runner view"
-METADATA_NAME = "catalog-metadata.json"
+PROG = f"{RUNNER} view"
 CANNED_LIMIT = 100
 
 
@@ -67,11 +68,12 @@ def register(parser: argparse.ArgumentParser,
 def cmd_view(args: argparse.Namespace, config: CollectorConfig) -> int:
     if importlib.util.find_spec("datasette") is None:
         print(f"{PROG}: Datasette is not installed: pip install -e '.[view]'", file=sys.stderr)
-        return 2
-    catalog = existing_catalog(DataLayout(config.data_dir), PROG)
+        return USAGE_ERROR
+    layout = DataLayout(config.data_dir)
+    catalog = existing_catalog(layout, PROG)
     if catalog is None:
-        return 2
-    meta = write_metadata(catalog.with_name(METADATA_NAME), catalog.stem)
+        return USAGE_ERROR
+    meta = write_metadata(layout.catalog_metadata, catalog.stem)
     argv = [sys.executable, "-m", "datasette", "serve", str(catalog), "--metadata", str(meta),
             "--host", args.host, "--port", str(args.port)]
     os.execv(sys.executable, argv)
