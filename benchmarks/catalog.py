@@ -88,9 +88,11 @@ class ItemWriter:
                     "created_at": "2020-01-01T00:00:00Z", "updated_at": base["collected_at"],
                     "pushed_at": base["collected_at"], "archived": False, "query": "q"}
         page = self.rng.randrange(20_000)
+        text = " ".join(self.rng.choice(WORDS) for _ in range(80))
         return {**base, "url": f"https://docs.example.org/p/{page}.html",
                 "title": f"Page {page}", "headings": ["Intro", "API"],
-                "text": " ".join(self.rng.choice(WORDS) for _ in range(80))}
+                "markdown": f"# Page {page}\n\n## Intro\n\n{text}\n", "text": text,
+                "canonical_url": None, "lang": "en", "last_modified": None}
 
     def write(self, n_items: int, per_file: int) -> int:
         """Write ``n_items`` lines; returns the bytes written."""

@@ -81,14 +81,15 @@ TABLES: tuple[Table, ...] = (
     Table("docs_pages", "Documentation pages and their changes", (
         ("url", "TEXT NOT NULL", "the page"),
         ("title", "TEXT", "its current title"),
-        ("content_hash", "TEXT NOT NULL", "sha256 of its current title, headings and text"),
+        ("content_hash", "TEXT NOT NULL",
+         "the current content's content_hash (sha256 of the docs item's content fields)"),
         ("first_seen", "TEXT NOT NULL", "when it was first collected"),
         ("last_changed", "TEXT NOT NULL", "when its current content was first collected"),
         ("versions", "INTEGER NOT NULL", "how many different contents it has had"),
     ), key=("url",)),
     Table("docs_versions", "Every content a documentation page has had", (
         ("url", "TEXT NOT NULL", "the page"),
-        ("content_hash", "TEXT NOT NULL", "sha256 of title, headings and text"),
+        ("content_hash", "TEXT NOT NULL", "the docs item's content_hash"),
         ("first_seen", "TEXT NOT NULL", "when this content was first collected"),
         ("title", "TEXT", "the title with this content"),
     ), key=("url", "content_hash")),
