@@ -14,7 +14,7 @@ from scrapy.crawler import Crawler
 
 from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
-from scraper.items import content_hash
+from scraper.items import content_hash, is_deduplicated
 from scraper.layout import DataLayout
 from scraper.stores.sqlite import SqliteMapping
 
@@ -50,6 +50,8 @@ class ContentHashPipeline:
     def process_item(self, item: scrapy.Item) -> scrapy.Item:
         digest = content_hash(item)
         item["content_hash"] = digest
+        if not is_deduplicated(item):
+            return item  # an observation (a page snapshot): recorded every time it is seen
         key = bytes.fromhex(digest)
         if digest in self.in_flight or key in self.store:
             self.stats.inc_value("contenthash/dropped")

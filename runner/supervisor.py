@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from runner.dataset.schedule import CatalogSchedule
 from runner.memory import MemoryGuard
 from runner.plan import Plan, WorkerSlot
 from runner.worker import run_worker
@@ -169,6 +170,7 @@ class Supervisor:
         self.disk_full_since: float | None = None
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
+        self.catalog = CatalogSchedule(config, config_path, enabled=not once)
         # Distributed mode: this runner's heartbeat in Redis (connects per beat: no socket may
         # be open in the parent when it forks).
         self.redis_url = redis_url
@@ -219,12 +221,14 @@ class Supervisor:
             if self.once and all(s.state in ("done", "failed") for s in self.slots):
                 break
             self._start_due()
+            self.catalog.tick()
             self._write_status_if_due()
             now = time.monotonic()
             self._sleep(min([TICK] + [max(0.0, s.next_start - now) for s in self.slots
                                       if s.state in WAITING_STATES]))
         if self.stopping:
             self._stop_workers()
+        self.catalog.stop()
         self._write_status(force=True)
         if self.beacon:
             self.beacon.leave(os.getpid())
@@ -294,6 +298,8 @@ class Supervisor:
             state = self.by_pid.pop(pid, None)
             if state is not None:
                 self._finished(state, status)
+            else:
+                self.catalog.reaped(pid, status)
 
     def _finished(self, state: SlotState, status: int) -> None:
         ok, how = describe_exit(status)

@@ -41,7 +41,7 @@ RESOURCES = ("core", "search")
 
 TOP_LEVEL_KEYS = (
     "data_dir", "github", "spiders", "round_interval", "stop_timeout", "memory_budget",
-    "logs_keep_days", "notify", "redis_url",
+    "logs_keep_days", "notify", "redis_url", "catalog_interval",
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
@@ -170,6 +170,8 @@ class CollectorConfig:
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     redis_url: str | None = None
     """``$COLLECTOR_REDIS_URL`` if set, else the file's ``redis_url``; None = one machine."""
+    catalog_interval: float = 3600.0
+    """Seconds between the runner's catalog builds; 0 = never."""
     source: str | None = None  # the file it came from, None for the built-in defaults
 
     def spider(self, name: str) -> SpiderConfig:
@@ -420,6 +422,7 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
             "webhook_url": optional(r.url)}),
         "redis_url": optional(lambda path, value: r.text(path, value, REDIS_URL_RE,
                                                          REDIS_URL_HELP)),
+        "catalog_interval": r.duration,
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")

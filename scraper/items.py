@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import scrapy
@@ -57,6 +57,22 @@ class TrendingRepoItem(CollectedItem):
     rank = Field()           # position on the page: changes without the repository changing
 
 
+class TrendingPageItem(CollectedItem):
+    """One fetched trending page, whole: the observations of every row on it at one instant.
+
+    Never deduplicated (``deduplicate = False``): a row unchanged since the last round is still
+    on the list, and the catalog's history needs that observation.
+    """
+
+    deduplicate: ClassVar[bool] = False
+    observed_at = Field()    # ISO-8601 UTC with milliseconds: when this page was fetched
+    period = ContentField()
+    trending_language = ContentField()
+    url = ContentField()
+    rows = ContentField()    # [{rank, full_name, description, language, stars, forks,
+    #                            period_stars, built_by}, …] in page order
+
+
 class SearchRepoItem(CollectedItem):
     query = ContentField()
     id = ContentField()
@@ -87,6 +103,11 @@ class DocPageItem(CollectedItem):
     canonical_url = Field()  # <link rel="canonical">, like url not content
     lang = Field()           # <html lang>
     last_modified = Field()  # changes without the content changing (a redeploy)
+
+
+def is_deduplicated(item: Any) -> bool:
+    """False for records the content-hash dedup must pass through (page snapshots)."""
+    return getattr(item, "deduplicate", True)
 
 
 def content_fields(item: scrapy.Item) -> list[str]:

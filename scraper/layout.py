@@ -17,6 +17,9 @@
     {data_dir}/state/budget.sqlite                              the shared GitHub budget
     {data_dir}/state/etags.sqlite                               GitHub API pages' last ETags
     {data_dir}/state/search_slices.sqlite                       search queries' slice plans
+    {data_dir}/catalog.sqlite, catalog-metadata.json            the dataset, its viewer metadata
+    {data_dir}/feeds/trending-{period}-{language or all}.atom   new arrivals on each list
+    {data_dir}/logs/catalog.log, state/catalog.lock             the catalog builds'
 
 Everything under ``state/`` is created private to the user (see :mod:`scraper.statefile`).
 """
@@ -138,3 +141,23 @@ class DataLayout:
     @property
     def search_slices_db(self) -> Path:
         return self.state_dir / "search_slices.sqlite"
+
+    @property
+    def catalog_db(self) -> Path:
+        return self.root / "catalog.sqlite"
+
+    @property
+    def catalog_metadata(self) -> Path:
+        return self.root / "catalog-metadata.json"
+
+    @property
+    def catalog_lock(self) -> Path:
+        return self.state_dir / "catalog.lock"
+
+    @property
+    def catalog_log(self) -> Path:
+        return self.logs_dir / "catalog.log"
+
+    @property
+    def feeds_dir(self) -> Path:
+        return self.root / "feeds"

@@ -1,14 +1,16 @@
-"""``trending``: github.com/trending pages, one item per repository row."""
+"""``trending``: github.com/trending pages, one item per repository row, plus one snapshot
+record per fetched page (every row as observed then, never deduplicated)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import scrapy
 from scrapy.http import Response
 
-from scraper.items import TrendingRepoItem
+from scraper.items import CollectedItem, TrendingPageItem, TrendingRepoItem
 from scraper.parsers.trending import parse_trending
 from spiders.base import CollectorSpider
 
@@ -31,7 +33,7 @@ class TrendingSpider(CollectorSpider):
                 dont_filter=True,
             )
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[TrendingRepoItem]:
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[CollectedItem]:
         cap = self.settings.getint("TRENDING_MAX_ROWS")
         rows = parse_trending(response.text, self.config.github.web_url, max_rows=cap + 1)
         if not rows:
@@ -44,6 +46,16 @@ class TrendingSpider(CollectorSpider):
             self.logger.error("trending page answered more than %d rows (TRENDING_MAX_ROWS; "
                               "GitHub serves 25): %s; kept the first %d", cap, response.url, cap)
             rows = rows[:cap]
+        # Written before the rows: the rows may all be dropped as unchanged content, the
+        # snapshot never is.
+        yield self.stamp(TrendingPageItem(
+            observed_at=_now_ms(), period=response.meta["period"],
+            trending_language=response.meta["language"] or None, url=response.url,
+            rows=[{"rank": row.rank, "full_name": row.full_name,
+                   "description": row.description, "language": row.language,
+                   "stars": row.stars, "forks": row.forks, "period_stars": row.period_stars,
+                   "built_by": list(row.built_by)} for row in rows],
+        ))
         for row in rows:
             yield self.stamp(TrendingRepoItem(
                 full_name=row.full_name, owner=row.owner, name=row.name, url=row.url,
@@ -53,3 +65,9 @@ class TrendingSpider(CollectorSpider):
                 trending_language=response.meta["language"] or None,
                 built_by=list(row.built_by), rank=row.rank,
             ))
+
+
+def _now_ms() -> str:
+    """ISO-8601 UTC with milliseconds: two fetches of one list never share an instant."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"

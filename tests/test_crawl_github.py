@@ -31,6 +31,9 @@ TOKEN = "secret-token"
 TRENDING_FIELDS = {"full_name", "owner", "name", "url", "description", "language", "stars",
                    "forks", "period_stars", "period", "trending_language", "rank", "built_by",
                    "spider", "shard", "collected_at", "content_hash"}
+SNAPSHOT_FIELDS = {"observed_at", "period", "trending_language", "url", "rows", "spider", "shard",
+                   "collected_at", "content_hash"}
+ISO_UTC_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SEARCH_FIELDS = {"id", "full_name", "html_url", "description", "language", "stargazers_count",
                  "forks_count", "open_issues_count", "topics", "license", "created_at",
                  "updated_at", "pushed_at", "archived", "query", "slice", "spider", "shard",
@@ -175,9 +178,11 @@ def test_trending_items_have_every_field(collector: Collector, fake_github) -> N
     configure(collector, fake_github, spiders={"trending": {"languages": languages,
                                                                   "periods": periods}})
     stats = crawl_ok(collector, "trending")
-    items = collector.items("trending")
+    written = collector.items("trending")
     assert not stats.get("log_count/ERROR")
-    assert stats["item_scraped_count"] == len(items)
+    assert stats["item_scraped_count"] == len(written)
+    snapshots = [item for item in written if "rows" in item]
+    items = [item for item in written if "rows" not in item]
 
     web = fake_github.url("web")
     by_entry: dict[tuple, list[dict]] = defaultdict(list)
@@ -206,6 +211,14 @@ def test_trending_items_have_every_field(collector: Collector, fake_github) -> N
                      r.period_stars, r.built_by) for r in rows]
         assert [(i["rank"], i["full_name"], i["description"], i["language"], i["stars"],
                  i["forks"], i["period_stars"], i["built_by"]) for i in got] == expected
+        # …and the page's snapshot holds the same rows, once.
+        (snapshot,) = [s for s in snapshots if (s["trending_language"], s["period"]) ==
+                       (language, period)]
+        assert set(snapshot) == SNAPSHOT_FIELDS
+        assert [(r["rank"], r["full_name"], r["description"], r["language"], r["stars"],
+                 r["forks"], r["period_stars"], r["built_by"]) for r in snapshot["rows"]] \
+            == expected
+        assert ISO_UTC_MS.match(snapshot["observed_at"]), snapshot["observed_at"]
     assert "Spider closed (finished)" in collector.log("trending")
 
 
@@ -232,12 +245,16 @@ def test_trending_second_run_drops_unchanged_items_by_content_hash(collector: Co
                                                                   "periods": ["daily"]}})
     first = crawl_ok(collector, "trending")
     files = collector.items_by_file("trending")
-    count = sum(map(len, files.values()))
+    count = sum(1 for lines in files.values() for item in lines if "rows" not in item)
     assert count > 0 and first["contenthash/stored"] == count
     second = crawl_ok(collector, "trending")
     assert second["contenthash/dropped"] == count
-    assert not second.get("item_scraped_count")
-    assert collector.items_by_file("trending") == files
+    # Only the two pages' snapshots are written again: observations are never deduplicated.
+    assert second["item_scraped_count"] == 2
+    after = collector.items_by_file("trending")
+    new = [lines for name, lines in after.items() if name not in files]
+    assert [len(lines) for lines in new] == [2] and all("rows" in item for item in new[0])
+    assert {name: after[name] for name in files} == files
 
 
 def test_content_hash_ignores_collected_at_rank_and_shard() -> None:

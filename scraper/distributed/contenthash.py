@@ -32,7 +32,7 @@ from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
 from scraper.engine import engine_closing
 from scraper.exceptions import DuplicateItem
-from scraper.items import content_hash
+from scraper.items import content_hash, is_deduplicated
 
 # Idempotent for its owner: a claim whose answer was lost (a timeout) is asked again, and
 # must not then find its own claim and drop the item as a duplicate.
@@ -106,6 +106,8 @@ class RedisContentHashPipeline(ContentHashPipeline):
     async def process_item(self, item: scrapy.Item) -> scrapy.Item:  # type: ignore[override]
         digest = content_hash(item)
         item["content_hash"] = digest
+        if not is_deduplicated(item):
+            return item  # an observation (a page snapshot): recorded every time it is seen
         if digest in self.in_flight:
             return self._duplicate(digest)
         while True:

@@ -705,7 +705,22 @@ class GitHubFake(FakeProcess):
         # crc32, not hash(): the choice must not depend on PYTHONHASHSEED.
         index = zlib.crc32(f"{language}|{since}".encode()) % len(self.trending)
         name, payload = self.trending[index]
+        if self.generation:
+            payload = self._trending_generation(index, self.generation)
         return payload.response(request, headers={"X-Fake-Fixture": name})
+
+    @lru_cache(maxsize=64)  # noqa: B019 - one fake per process, a handful of pages
+    def _trending_generation(self, index: int, generation: int) -> Payload:
+        """Generation g leaves out the page's first g rows (modulo their number): the rows
+        below move up, otherwise unchanged, as a real list changes between two looks."""
+        body = self.trending[index][1].body
+        marker = b'<article class="Box-row"'
+        head, *articles = body.split(marker)
+        end = articles[-1].rindex(b"</article>") + len(b"</article>")
+        articles[-1], tail = articles[-1][:end], articles[-1][end:]
+        kept = articles[generation % len(articles):]
+        return Payload(head + b"".join(marker + a for a in kept) + tail,
+                       "text/html; charset=utf-8")
 
     def _web_redirect(self, request: web.Request) -> web.Response:
         return self._redirect(request) or web.Response(status=400, text="missing url")

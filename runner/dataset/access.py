@@ -1,0 +1,41 @@
+"""Where the catalog is, and how the commands that read it (export, report, view) open it."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from runner.dataset.schema import connect
+from runner.usage import USAGE_ERROR
+from scraper.layout import DataLayout
+
+
+def existing_catalog(layout: DataLayout, prog: str) -> Path | None:
+    """The catalog's path, or None after saying on stderr how to build one."""
+    path = layout.catalog_db
+    if path.exists():
+        return path
+    print(f"{prog}: no catalog at {path}: run 'python -m runner catalog' first",
+          file=sys.stderr)
+    return None
+
+
+def read_into(layout: DataLayout, out: Path, prog: str,
+              work: Callable[[sqlite3.Connection, Path], None]) -> int:
+    """Run ``work`` on a read-only catalog connection with ``out`` created; the exit status."""
+    catalog = existing_catalog(layout, prog)
+    if catalog is None:
+        return USAGE_ERROR
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        conn = connect(catalog, readonly=True)
+        try:
+            work(conn, out)
+        finally:
+            conn.close()
+    except OSError as exc:
+        print(f"{prog}: {exc.filename or out}: {exc.strerror}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,302 @@
+"""``python -m runner catalog``: load closed item files into ``{data_dir}/catalog.sqlite``.
+
+* **Incremental**: only files not yet in ``loaded_files`` are read; a re-run adds nothing.
+* **Safe beside the collector**: only closed ``.jsonl`` files are read (never a ``.part``);
+  a closed file is never written again.
+* **Crash-safe**: each file is one transaction that also records the file as loaded, so a kill
+  mid-build leaves the catalog as it was after the last whole file (readers keep using it, WAL)
+  and the next run loads the rest. Every merge below is order-independent, so that run ends
+  with the same tables as one clean build.
+* **Bounded memory**: lines are streamed into per-file temporary tables in chunks, then merged
+  in SQL; nothing grows with the number of items.
+* **One build at a time**: a second build (the runner's, or one by hand) steps aside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.dataset.records import (
+    BadRecord,
+    docs_row,
+    is_page_snapshot,
+    observation_rows,
+    search_row,
+    stamp,
+)
+from runner.dataset.schema import TABLE_BY_NAME, connect
+from runner.ops.joblock import exclusive_or_skip
+from runner.usage import PROG as RUNNER
+from scraper.config import CollectorConfig
+from scraper.layout import DataLayout
+
+PROG = f"{RUNNER} catalog"
+CHUNK = 2000
+"""Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
+WARNINGS_PER_FILE = 5
+"""Bad lines named one by one in a file; the rest are counted in one more line."""
+
+_OBS_COLS = TABLE_BY_NAME["trending_observations"].column_names
+_REPO_META = ("full_name", "description", "language", "stargazers_count", "forks_count",
+              "topics", "license", "created_at", "pushed_at", "archived")
+
+TEMP_DDL = (
+    f"CREATE TEMP TABLE IF NOT EXISTS obs ({', '.join(_OBS_COLS)}, "
+    "PRIMARY KEY (period, trending_language, observed_at, rank))",
+    "CREATE INDEX IF NOT EXISTS temp.obs_by_repo "
+    "ON obs (full_name, period, trending_language, observed_at)",
+    f"CREATE TEMP TABLE IF NOT EXISTS search (id, collected_at, {', '.join(_REPO_META)})",
+    "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title)",
+)
+
+_STARS_AT = ("(SELECT stars FROM temp.obs o WHERE o.full_name = g.full_name "
+             "AND o.period = g.period AND o.trending_language = g.trending_language "
+             "AND o.observed_at = g.{0} ORDER BY o.rank LIMIT 1)")
+MERGE_SQL = (
+    # Observations: a line loaded before (a duplicated line) adds nothing.
+    "DELETE FROM temp.obs WHERE EXISTS (SELECT 1 FROM main.trending_observations o "
+    "WHERE o.period = obs.period AND o.trending_language = obs.trending_language "
+    "AND o.observed_at = obs.observed_at AND o.rank = obs.rank)",
+    "INSERT INTO main.trending_observations SELECT * FROM temp.obs",
+    # History: this file's new observations folded into each repository's row.
+    "INSERT INTO trending_history SELECT g.full_name, g.period, g.trending_language, "
+    "g.first_seen, g.last_seen, g.n, g.best, " + _STARS_AT.format("first_seen") + ", "
+    + _STARS_AT.format("last_seen") + " FROM (SELECT full_name, period, trending_language, "
+    "min(observed_at) AS first_seen, max(observed_at) AS last_seen, count(*) AS n, "
+    "min(rank) AS best FROM temp.obs GROUP BY full_name, period, trending_language) g "
+    "WHERE true ON CONFLICT (full_name, period, trending_language) DO UPDATE SET "
+    "stars_first = iif(excluded.first_seen < first_seen, excluded.stars_first, stars_first), "
+    "first_seen = min(first_seen, excluded.first_seen), "
+    "stars_last = iif(excluded.last_seen > last_seen, excluded.stars_last, stars_last), "
+    "last_seen = max(last_seen, excluded.last_seen), "
+    "observations = observations + excluded.observations, "
+    "best_rank = min(best_rank, excluded.best_rank)",
+    "DELETE FROM temp.obs",
+    # Search results: every star count, and the latest metadata per repository.
+    "INSERT OR IGNORE INTO repo_stars SELECT id, collected_at, stargazers_count FROM temp.search",
+    f"INSERT INTO repos SELECT id, {', '.join(_REPO_META)}, first_seen, collected_at FROM "
+    "(SELECT *, min(collected_at) OVER (PARTITION BY id) AS first_seen, row_number() OVER "
+    "(PARTITION BY id ORDER BY collected_at DESC, stargazers_count DESC, full_name) AS n "
+    "FROM temp.search) WHERE n = 1 ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = iif(excluded.last_seen >= last_seen, excluded.{c}, {c})"
+                for c in _REPO_META)
+    + ", first_seen = min(first_seen, excluded.first_seen), "
+    "last_seen = max(last_seen, excluded.last_seen)",
+    "DELETE FROM temp.search",
+    # Docs: every content a page had; the page's row recomputed from them.
+    "INSERT INTO docs_versions SELECT url, content_hash, min(collected_at), title FROM temp.docs "
+    "GROUP BY url, content_hash ON CONFLICT (url, content_hash) DO UPDATE SET "
+    "first_seen = min(first_seen, excluded.first_seen)",
+    "INSERT OR REPLACE INTO docs_pages SELECT v.url, v.title, v.content_hash, a.first_seen, "
+    "a.last_changed, a.versions FROM (SELECT url, min(first_seen) AS first_seen, "
+    "max(first_seen) AS last_changed, count(*) AS versions FROM docs_versions "
+    "WHERE url IN (SELECT url FROM temp.docs) GROUP BY url) a "
+    "JOIN docs_versions v ON v.url = a.url AND v.first_seen = a.last_changed "
+    "ORDER BY v.content_hash",  # a tie: the greatest hash is written last, and kept
+    "DELETE FROM temp.docs",
+)
+
+Warn = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class BuildResult:
+    files: int = 0
+    lines: int = 0
+    bad_lines: int = 0
+    seconds: float = 0.0
+    busy: bool = False  # another build held the lock: this one did nothing
+
+    def describe(self, path: Path) -> str:
+        if self.busy:
+            return f"catalog: another build is running on {path}; nothing done"
+        bad = f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
+        return (f"catalog: {self.files:,} new files, {self.lines:,} lines{bad} in "
+                f"{self.seconds:.1f} s -> {path}")
+
+
+def _stderr(line: str) -> None:
+    print(f"{PROG}: {line}", file=sys.stderr)
+
+
+def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
+                  warn: Warn = _stderr) -> BuildResult:
+    """Load every closed item file not loaded yet; then take samples and write the feeds."""
+    started = time.monotonic()
+    result = BuildResult()
+    with exclusive_or_skip(layout.catalog_lock) as mine:
+        if not mine:
+            result.busy = True
+            return result
+        conn = connect(layout.catalog_db)
+        try:
+            for statement in TEMP_DDL:
+                conn.execute(statement)
+            for rel, path in new_files(conn, layout):
+                lines, bad = load_file(conn, rel, path, warn)
+                result.files += 1
+                result.lines += lines
+                result.bad_lines += bad
+            _take_samples(conn, layout)
+            if config is not None:
+                from runner.dataset.feeds import write_feeds
+
+                write_feeds(conn, layout, config.github.web_url, warn=warn)
+        finally:
+            conn.close()
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
+    """Closed item files not loaded yet, as (path relative to items/, path), sorted.
+
+    Only the new names are held, not every name ever loaded: the list stays small however
+    many rounds the collector has written.
+    """
+    found = []
+    root = layout.items_root
+    if not root.is_dir():
+        return found
+    for spider_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        with os.scandir(spider_dir) as entries:
+            for entry in entries:
+                if not entry.name.endswith(".jsonl") or not entry.is_file():
+                    continue
+                rel = f"{spider_dir.name}/{entry.name}"
+                if conn.execute("SELECT 1 FROM loaded_files WHERE path = ?",
+                                (rel,)).fetchone() is None:
+                    found.append((rel, Path(entry.path)))
+    found.sort()
+    return found
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    with open(path, "rb") as handle:
+        yield from enumerate(handle, 1)
+
+
+class _Buffers:
+    """Rows waiting for ``executemany``, flushed every :data:`CHUNK` rows."""
+
+    SQL = {
+        "obs": f"INSERT OR IGNORE INTO temp.obs VALUES ({', '.join('?' * len(_OBS_COLS))})",
+        "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
+        "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?)",
+    }
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in self.SQL}
+
+    def add(self, name: str, rows: list[tuple[Any, ...]]) -> None:
+        buffer = self.rows[name]
+        buffer.extend(rows)
+        if len(buffer) >= CHUNK:
+            self.flush(name)
+
+    def flush(self, name: str | None = None) -> None:
+        for key in [name] if name else list(self.rows):
+            if self.rows[key]:
+                self.conn.executemany(self.SQL[key], self.rows[key])
+                self.rows[key].clear()
+
+
+def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
+    """One file in one transaction, recorded as loaded in the same one. Returns (lines, bad)."""
+    buffers = _Buffers(conn)
+    per_hour: dict[tuple[str, str], list[int]] = {}
+    lines = bad = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        size = path.stat().st_size
+        for number, raw in _lines(path):
+            lines += 1
+            try:
+                record = json.loads(raw)
+                if not isinstance(record, dict):
+                    raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
+                if is_page_snapshot(record):
+                    buffers.add("obs", observation_rows(record))
+                    continue
+                spider = record.get("spider")
+                if spider == "search":
+                    buffers.add("search", [search_row(record)])
+                elif spider == "docs":
+                    buffers.add("docs", [docs_row(record)])
+                key = (str(spider), stamp(record)[:13] + ":00Z")
+                counts = per_hour.setdefault(key, [0, 0])
+                counts[0] += 1
+                counts[1] += len(raw)
+            except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
+                bad += 1
+                if bad <= WARNINGS_PER_FILE:
+                    reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"
+                    warn(f"{path}:{number}: {reason}; line skipped")
+        if bad > WARNINGS_PER_FILE:
+            warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
+        buffers.flush()
+        for statement in MERGE_SQL:
+            conn.execute(statement)
+        conn.executemany(
+            "INSERT INTO items_per_hour VALUES (?, ?, ?, ?) ON CONFLICT (spider, hour) "
+            "DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes",
+            [(spider, hour, n, b) for (spider, hour), (n, b) in per_hour.items()])
+        conn.execute("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)",
+                     (rel, size, lines, bad, _utc_now()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return lines, bad
+
+
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _take_samples(conn: Any, layout: DataLayout) -> None:
+    """What only the live data dir can tell later plots: its size and the GitHub budget now."""
+    from runner.budgetstatus import budget_rows
+    from runner.status import data_size
+
+    now = _utc_now()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT OR REPLACE INTO size_samples VALUES (?, ?)",
+                 (now, data_size(layout.root)))
+    for row in budget_rows(layout):
+        if row.get("limit") is not None and row.get("remaining") is not None:
+            conn.execute("INSERT OR REPLACE INTO budget_samples VALUES (?, ?, ?, ?, ?)",
+                         (now, row["resource"], row["identity"], row["limit"],
+                          row["remaining"]))
+    conn.execute("COMMIT")
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def register(parser: argparse.ArgumentParser,
+             add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
+    parser.description = ("Load the closed item files not loaded yet into "
+                          "{data_dir}/catalog.sqlite, and update the feeds.")
+    add_config_option(parser)
+    parser.set_defaults(handler=cmd_catalog)
+
+
+def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
+    layout = DataLayout(config.data_dir)
+    try:
+        result = build_catalog(layout, config)
+    except OSError as exc:
+        print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
+        return 1
+    print(result.describe(layout.catalog_db))
+    return 0

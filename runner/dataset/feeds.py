@@ -1,0 +1,101 @@
+"""Atom feeds: ``{data_dir}/feeds/trending-{period}-{language or all}.atom``, one entry per
+repository newly on that trending list, rewritten from the catalog after each build.
+
+Written with feedgen (the ``feeds`` extra): a maintained library that gets Atom's required
+elements and escaping right, on lxml, which Scrapy already brings. It is an extra rather than a
+core dependency because the collector runs without it; the build then says once how to get
+feeds. A feed's content depends on the catalog only (``updated`` is its newest entry, never
+"now"), so an unchanged list rewrites the same file, and each file is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from scraper.layout import DataLayout
+
+FEED_ENTRIES = 50
+"""The newest arrivals per feed: readers poll often, the catalog keeps the rest."""
+FEEDS_HINT = "feeds not written: feedgen is not installed (pip install -e '.[feeds]')"
+
+
+def feed_name(period: str, language: str) -> str:
+    return f"trending-{period}-{language or 'all'}.atom"
+
+
+def write_feeds(conn: Any, layout: DataLayout, web_url: str, *,
+                warn: Callable[[str], None]) -> list[Path]:
+    """Rewrite every trending list's feed; returns the files written."""
+    lists = conn.execute("SELECT DISTINCT period, trending_language FROM trending_history "
+                         "ORDER BY 1, 2").fetchall()
+    if not lists:
+        return []
+    if importlib.util.find_spec("feedgen") is None:
+        warn(FEEDS_HINT)
+        return []
+    directory = layout.feeds_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for period, language in lists:
+        entries = conn.execute(
+            "SELECT h.full_name, h.first_seen, h.best_rank, h.stars_first, o.description, "
+            "o.language, o.rank FROM trending_history h LEFT JOIN trending_observations o "
+            "ON o.period = h.period AND o.trending_language = h.trending_language "
+            "AND o.observed_at = h.first_seen AND o.full_name = h.full_name "
+            "WHERE h.period = ? AND h.trending_language = ? "
+            "ORDER BY h.first_seen DESC, h.full_name LIMIT ?",
+            (period, language, FEED_ENTRIES)).fetchall()
+        path = directory / feed_name(period, language)
+        _replace(path, render_feed(period, language, entries, web_url))
+        written.append(path)
+    return written
+
+
+def render_feed(period: str, language: str, entries: list[tuple[Any, ...]],
+                web_url: str) -> bytes:
+    from feedgen.feed import FeedGenerator
+
+    label = f"{period} trending, {language or 'all languages'}"
+    list_url = f"{web_url}/trending/{language}" if language else f"{web_url}/trending"
+    feed = FeedGenerator()
+    feed.id(f"urn:hubcollect:trending:{period}:{quote(language or 'all', safe='')}")
+    feed.title(f"New on GitHub {label}")
+    feed.subtitle(f"Repositories newly on the GitHub {label} list, as hubcollect saw them")
+    feed.author({"name": "hubcollect"})
+    feed.link(href=f"{list_url}?since={period}", rel="alternate")
+    feed.language("en")
+    # Newest first in the feed: feedgen writes entries in reverse order of adding.
+    for full_name, first_seen, best_rank, stars, description, repo_language, rank in \
+            reversed(entries):
+        entry = feed.add_entry()
+        entry.id(f"urn:hubcollect:trending:{period}:{quote(language or 'all', safe='')}:"
+                 f"{full_name}:{first_seen}")
+        entry.title(f"{full_name} is on {label} (#{rank or best_rank})")
+        entry.link(href=f"{web_url}/{full_name}", rel="alternate")
+        entry.updated(first_seen)
+        entry.published(first_seen)
+        details = [f"{stars:,} stars" if stars is not None else None, repo_language]
+        summary = " · ".join(x for x in details if x)
+        entry.summary(f"{description} ({summary})" if description else summary or full_name)
+    feed.updated(entries[0][1] if entries else "1970-01-01T00:00:00Z")
+    return feed.atom_str(pretty=True)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

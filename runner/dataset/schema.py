@@ -1,0 +1,147 @@
+"""The catalog's tables: their SQL, and what every column means (README and viewer read this).
+
+The data tables are a function of the item files alone, so a kill mid-build followed by a
+re-run gives the same tables as one clean build. The bookkeeping tables (``loaded_files`` and
+the ``*_samples`` taken at each build) are not part of that promise.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    title: str
+    columns: tuple[tuple[str, str, str], ...]  # (name, SQL type, meaning)
+    key: tuple[str, ...]
+    data: bool = True  # False: bookkeeping, not compared between builds
+
+    def ddl(self) -> str:
+        cols = ",\n  ".join(f"{name} {kind}" for name, kind, _ in self.columns)
+        return (f"CREATE TABLE IF NOT EXISTS {self.name} (\n  {cols},\n"
+                f"  PRIMARY KEY ({', '.join(self.key)})\n) WITHOUT ROWID;")
+
+    @property
+    def column_names(self) -> list[str]:
+        return [name for name, _, _ in self.columns]
+
+
+TABLES: tuple[Table, ...] = (
+    Table("trending_observations", "Every row of every trending page fetched", (
+        ("observed_at", "TEXT NOT NULL",
+         "when the page was fetched, ISO-8601 UTC with milliseconds; the same for every row of "
+         "one page"),
+        ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
+        ("trending_language", "TEXT NOT NULL", "the list's language slug; '' for all languages"),
+        ("rank", "INTEGER NOT NULL", "position on the page, from 1"),
+        ("full_name", "TEXT NOT NULL", "owner/name"),
+        ("stars", "INTEGER", "stars shown on the page"),
+        ("forks", "INTEGER", "forks shown on the page"),
+        ("period_stars", "INTEGER", "stars gained in the period, as the page says"),
+        ("language", "TEXT", "the repository's main language, as the page says"),
+        ("description", "TEXT", "the repository's description"),
+    ), key=("period", "trending_language", "observed_at", "rank")),
+    Table("trending_history", "Each repository's time on each trending list", (
+        ("full_name", "TEXT NOT NULL", "owner/name"),
+        ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
+        ("trending_language", "TEXT NOT NULL", "'' for all languages"),
+        ("first_seen", "TEXT NOT NULL", "observed_at of its first observation on this list"),
+        ("last_seen", "TEXT NOT NULL", "observed_at of its last observation on this list"),
+        ("observations", "INTEGER NOT NULL", "how many fetched pages of this list showed it"),
+        ("best_rank", "INTEGER NOT NULL", "its best (lowest) rank on this list"),
+        ("stars_first", "INTEGER", "stars at first_seen"),
+        ("stars_last", "INTEGER", "stars at last_seen"),
+    ), key=("full_name", "period", "trending_language")),
+    Table("repos", "Latest search result per repository", (
+        ("id", "INTEGER NOT NULL", "GitHub's repository id"),
+        ("full_name", "TEXT", "owner/name (latest)"),
+        ("description", "TEXT", "latest description"),
+        ("language", "TEXT", "latest main language"),
+        ("stargazers_count", "INTEGER", "latest star count"),
+        ("forks_count", "INTEGER", "latest fork count"),
+        ("topics", "TEXT", "latest topics, a JSON list"),
+        ("license", "TEXT", "latest license, SPDX id"),
+        ("created_at", "TEXT", "when the repository was created (GitHub)"),
+        ("pushed_at", "TEXT", "last push, as of the latest result (GitHub)"),
+        ("archived", "INTEGER", "1 if archived, as of the latest result"),
+        ("first_seen", "TEXT NOT NULL", "collected_at of the first search item for it"),
+        ("last_seen", "TEXT NOT NULL",
+         "collected_at of the latest search item for it (an unchanged repository is not "
+         "collected again: content dedup)"),
+    ), key=("id",)),
+    Table("repo_stars", "Star counts of searched repositories over time", (
+        ("id", "INTEGER NOT NULL", "GitHub's repository id"),
+        ("observed_at", "TEXT NOT NULL", "collected_at of the search item"),
+        ("stargazers_count", "INTEGER", "stars then"),
+    ), key=("id", "observed_at")),
+    Table("docs_pages", "Documentation pages and their changes", (
+        ("url", "TEXT NOT NULL", "the page"),
+        ("title", "TEXT", "its current title"),
+        ("content_hash", "TEXT NOT NULL",
+         "the current content's content_hash (sha256 of the docs item's content fields)"),
+        ("first_seen", "TEXT NOT NULL", "when it was first collected"),
+        ("last_changed", "TEXT NOT NULL", "when its current content was first collected"),
+        ("versions", "INTEGER NOT NULL", "how many different contents it has had"),
+    ), key=("url",)),
+    Table("docs_versions", "Every content a documentation page has had", (
+        ("url", "TEXT NOT NULL", "the page"),
+        ("content_hash", "TEXT NOT NULL", "the docs item's content_hash"),
+        ("first_seen", "TEXT NOT NULL", "when this content was first collected"),
+        ("title", "TEXT", "the title with this content"),
+    ), key=("url", "content_hash")),
+    Table("items_per_hour", "Items collected per hour and spider", (
+        ("spider", "TEXT NOT NULL", "trending, search or docs"),
+        ("hour", "TEXT NOT NULL", "the hour of collected_at, 'YYYY-MM-DDTHH:00Z'"),
+        ("items", "INTEGER NOT NULL", "item lines (page snapshots not counted)"),
+        ("bytes", "INTEGER NOT NULL", "their size in the item files"),
+    ), key=("spider", "hour")),
+    Table("loaded_files", "Item files already in the catalog", (
+        ("path", "TEXT NOT NULL", "relative to data_dir/items"),
+        ("size", "INTEGER NOT NULL", "bytes when loaded"),
+        ("lines", "INTEGER NOT NULL", "lines read"),
+        ("bad_lines", "INTEGER NOT NULL", "lines skipped (reported when loaded)"),
+        ("loaded_at", "TEXT NOT NULL", "when this build loaded it"),
+    ), key=("path",), data=False),
+    Table("size_samples", "The data directory's size at each catalog build", (
+        ("measured_at", "TEXT NOT NULL", "when"),
+        ("data_bytes", "INTEGER NOT NULL", "data_dir size on disk"),
+    ), key=("measured_at",), data=False),
+    Table("budget_samples", "The GitHub budget at each catalog build", (
+        ("measured_at", "TEXT NOT NULL", "when"),
+        ("resource", "TEXT NOT NULL", "core or search"),
+        ("identity", "TEXT NOT NULL", "'anonymous' or 'token …ab12'"),
+        ("limit_n", "INTEGER", "requests per window"),
+        ("remaining", "INTEGER", "requests left in the window"),
+    ), key=("measured_at", "resource", "identity"), data=False),
+)
+TABLE_BY_NAME = {table.name: table for table in TABLES}
+DATA_TABLES = tuple(table.name for table in TABLES if table.data)
+
+INDEXES = (
+    "CREATE INDEX IF NOT EXISTS observations_by_time ON trending_observations (observed_at)",
+    "CREATE INDEX IF NOT EXISTS history_by_first_seen ON trending_history "
+    "(period, trending_language, first_seen)",
+)
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """The catalog, in WAL mode (readers see the last finished file while a build runs)."""
+    if readonly:
+        return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=30)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL mode: a killed process loses no committed transaction (only power loss
+    # could), at a fraction of FULL's fsyncs.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA cache_size=-16000")  # 16 MB: bounded memory on a 2 GB box
+    conn.execute("PRAGMA temp_store=FILE")
+    for table in TABLES:
+        conn.execute(table.ddl())
+    for index in INDEXES:
+        conn.execute(index)
+    return conn

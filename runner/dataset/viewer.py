@@ -1,0 +1,87 @@
+"""``python -m runner view``: the catalog in Datasette, with titles, column descriptions and
+canned queries (``pip install -e '.[view]'``).
+
+The metadata is written next to the catalog (``catalog-metadata.json``) each time, from the
+same table definitions the build uses, so the viewer never describes a column that is not there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runner.dataset import queries
+from runner.dataset.access import existing_catalog
+from runner.dataset.schema import TABLES
+from runner.usage import PROG as RUNNER
+from runner.usage import USAGE_ERROR
+from scraper.config import CollectorConfig
+from scraper.layout import DataLayout
+
+PROG = f"{RUNNER} view"
+CANNED_LIMIT = 100
+
+
+def metadata(database: str = "catalog") -> dict[str, Any]:
+    """Datasette metadata for the catalog: every table and column described, canned queries."""
+    canned = {
+        "rising_this_week": ("Rising this week", "Stars gained over the last 7 days of "
+                             "trending observations", queries.RISERS),
+        "longest_on_trending": ("Longest on trending", "Time between first and last "
+                                "observation on a trending list", queries.LONGEST_ON_TRENDING),
+        "recently_changed_docs": ("Recently changed docs pages", "Documentation pages whose "
+                                  "content changed, newest change first",
+                                  queries.RECENTLY_CHANGED_DOCS),
+    }
+    limit = (":limit", str(CANNED_LIMIT))
+    return {
+        "title": "hubcollect catalog",
+        "description": "GitHub trending history, search results and docs pages collected by "
+                       "hubcollect",
+        "databases": {database: {
+            "tables": {table.name: {
+                "title": table.title,
+                "columns": {name: meaning for name, _, meaning in table.columns},
+            } for table in TABLES},
+            "queries": {name: {"title": title, "description": description,
+                               "sql": sql.replace(*limit)}
+                        for name, (title, description, sql) in canned.items()},
+        }},
+    }
+
+
+def register(parser: argparse.ArgumentParser,
+             add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
+    parser.description = "Open the catalog in Datasette (pip install -e '.[view]')."
+    add_config_option(parser)
+    parser.add_argument("--port", type=int, default=8001, metavar="N")
+    parser.add_argument("--host", default="127.0.0.1", metavar="ADDR")
+    parser.set_defaults(handler=cmd_view)
+
+
+def cmd_view(args: argparse.Namespace, config: CollectorConfig) -> int:
+    if importlib.util.find_spec("datasette") is None:
+        print(f"{PROG}: Datasette is not installed: pip install -e '.[view]'", file=sys.stderr)
+        return USAGE_ERROR
+    layout = DataLayout(config.data_dir)
+    catalog = existing_catalog(layout, PROG)
+    if catalog is None:
+        return USAGE_ERROR
+    meta = write_metadata(layout.catalog_metadata, catalog.stem)
+    argv = [sys.executable, "-m", "datasette", "serve", str(catalog), "--metadata", str(meta),
+            "--host", args.host, "--port", str(args.port)]
+    os.execv(sys.executable, argv)
+    return 0  # not reached
+
+
+def write_metadata(path: Path, database: str) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(metadata(database), indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return path

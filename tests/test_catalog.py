@@ -1,0 +1,531 @@
+"""The dataset end to end: real ``scrapy crawl`` rounds against the fakes, then the real
+``python -m runner catalog / export / report / view`` commands on what they wrote.
+
+The fake GitHub's trending pages change with its ``generation`` (generation g leaves out a
+page's first g rows, the rest move up unchanged), so rounds see rows that stay, move and leave.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import json
+import shutil
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from lxml import etree
+
+from benchmarks.catalog import ItemWriter
+from runner.dataset.schedule import NICENESS
+from runner.dataset.schema import DATA_TABLES, TABLES
+from runner.dataset.viewer import metadata
+from scraper.config import ConfigError, parse_config
+from scraper.parsers.trending import parse_trending
+from tests.fakes.launcher import start_fake_docs, start_fake_github
+from tests.support import RUNNER, Collector, wait_for
+
+LANGUAGES, PERIODS = ["", "python"], ["daily"]
+GENERATIONS = (0, 0, 2, 2, 5)
+"""Trending rounds: the same page twice (every row unchanged: the content-hash dedup drops them
+all, the observations must still have them), then rows leaving the list."""
+LIMITS = {"search": {"limit": 1000, "window": 60}, "core": {"limit": 5000, "window": 60}}
+ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+@dataclass
+class Collected:
+    collector: Collector
+    served: dict[tuple[str, str], list[list[tuple[Any, ...]]]]  # list → rows of each round
+    web_url: str
+
+
+def _fetch(url: str) -> str:
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as response:
+        return response.read().decode()
+
+
+def _crawl(collector: Collector, spider: str) -> None:
+    result = collector.crawl(spider, timeout=90)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("dataset")
+    github = start_fake_github(tmp / "fake-github", search_limit=1000, core_limit=5000,
+                               core_window=60)
+    docs = start_fake_docs(tmp / "fake-docs", sites=1, pages=12)
+    try:
+        collector = Collector(tmp / "home")
+        collector.configure(github=github, docs_urls=[f"{docs.url()}/site0/"], spiders={
+            "trending": {"languages": LANGUAGES, "periods": PERIODS},
+            "search": {"queries": ["topic:web-scraping"], "per_page": 30},
+            "docs": {"max_pages_per_site": 12, "refresh_after": 0},
+        })
+        collector.update_config({"github": {"limits": LIMITS}})
+        web = github.url("web")
+        served: dict[tuple[str, str], list[list[tuple[Any, ...]]]] = defaultdict(list)
+        for generation in GENERATIONS:
+            github.control(generation=generation)
+            for language in LANGUAGES:
+                path = f"/trending/{language}" if language else "/trending"
+                page = _fetch(f"{web}{path}?since=daily")
+                assert page.count('<article class="Box-row"') == len(parse_trending(page, web))
+                served[("daily", language)].append([
+                    (r.rank, r.full_name, r.stars, r.forks, r.period_stars, r.language,
+                     r.description) for r in parse_trending(page, web)])
+            _crawl(collector, "trending")
+        for generation in (0, 1):
+            github.control(generation=generation)
+            docs.control(generation=generation)
+            _crawl(collector, "search")
+            _crawl(collector, "docs")
+        yield Collected(collector, dict(served), web)
+    finally:
+        github.stop()
+        docs.stop()
+
+
+# pyarrow and PIL are used in a child: imported here they would grow this process, and every
+# crawl a later test starts inherits its peak RSS (ru_maxrss survives exec), which Scrapy's
+# memusage check (MEMUSAGE_LIMIT_MB) counts against the crawl.
+READ_PARQUET = """
+import json, sys, pyarrow.parquet as pq
+print(json.dumps([list(row.values()) for row in pq.read_table(sys.argv[1]).to_pylist()]))
+"""
+VERIFY_PNG = """
+import json, sys
+from PIL import Image  # matplotlib's own dependency
+with Image.open(sys.argv[1]) as image:
+    size = image.size
+    image.verify()
+print(json.dumps(list(size)))
+"""
+
+
+def needs(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed")
+
+
+def in_child(code: str, *args: Any) -> Any:
+    result = subprocess.run([sys.executable, "-c", code, *map(str, args)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def catalog(collector: Collector, *args: str) -> subprocess.CompletedProcess[str]:
+    result = collector.runner("catalog", *args, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def dump(db: Path) -> dict[str, tuple[int, str]]:
+    """Every data table's row count and a digest of its rows in key order: what two builds
+    must agree on (streamed: a whole table held here would grow this process, see above)."""
+    conn = sqlite3.connect(db)
+    try:
+        tables = {}
+        for table in TABLES:
+            if not table.data:
+                continue
+            digest, count = hashlib.sha256(), 0
+            for row in conn.execute(f"SELECT * FROM {table.name} "
+                                    f"ORDER BY {', '.join(table.key)}"):
+                digest.update(repr(row).encode())
+                count += 1
+            tables[table.name] = (count, digest.hexdigest())
+        return tables
+    finally:
+        conn.close()
+
+
+def copy_items(source: Collector, home: Path) -> Collector:
+    clone = Collector(home)
+    clone.configure()
+    shutil.copytree(source.data_dir / "items", clone.data_dir / "items")
+    return clone
+
+
+@pytest.fixture(scope="module")
+def built(collected: Collected) -> Collected:
+    catalog(collected.collector)
+    return collected
+
+
+# --- observations and history ---------------------------------------------------------------------
+
+
+@pytest.mark.timeout(240)
+def test_observations_are_exactly_the_rows_served_unchanged_rows_included(built: Collected
+                                                                         ) -> None:
+    conn = sqlite3.connect(built.collector.data_dir / "catalog.sqlite")
+    pages: dict[tuple[str, str], dict[str, list[tuple[Any, ...]]]] = defaultdict(dict)
+    for observed_at, period, language, *row in conn.execute(
+            "SELECT observed_at, period, trending_language, rank, full_name, stars, forks, "
+            "period_stars, language, description FROM trending_observations "
+            "ORDER BY observed_at, rank"):
+        pages[(period, language)].setdefault(observed_at, []).append(tuple(row))
+    assert set(pages) == {("daily", language) for language in LANGUAGES}
+    for key, by_time in pages.items():
+        rounds = [by_time[at] for at in sorted(by_time)]
+        assert rounds == built.served[key], key
+        # The first two rounds served the same page: the rows are observations twice, although
+        # the content-hash dedup wrote none of them the second time.
+        assert rounds[0] == rounds[1]
+    written = [item for item in built.collector.items("trending") if "rows" not in item]
+    assert len(written) < sum(len(r) for rounds in built.served.values() for r in rounds)
+
+
+@pytest.mark.timeout(240)
+def test_history_agrees_with_the_observations(built: Collected) -> None:
+    conn = sqlite3.connect(built.collector.data_dir / "catalog.sqlite")
+    expected: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for observed_at, period, language, rank, name, stars in conn.execute(
+            "SELECT observed_at, period, trending_language, rank, full_name, stars "
+            "FROM trending_observations ORDER BY observed_at"):
+        entry = expected.setdefault((name, period, language), {
+            "first_seen": observed_at, "observations": 0, "best_rank": rank,
+            "stars_first": stars})
+        entry.update(last_seen=observed_at, stars_last=stars,
+                     observations=entry["observations"] + 1,
+                     best_rank=min(entry["best_rank"], rank))
+    history = {
+        (name, period, language): {"first_seen": first, "last_seen": last, "observations": n,
+                                   "best_rank": best, "stars_first": s1, "stars_last": s2}
+        for name, period, language, first, last, n, best, s1, s2 in conn.execute(
+            "SELECT * FROM trending_history")}
+    assert history == expected
+    # Rows that left the list (generation 2, then 5) were last seen before the end.
+    last_round = max(row[0] for row in conn.execute("SELECT observed_at FROM "
+                                                    "trending_observations"))
+    assert any(entry["last_seen"] < last_round for entry in history.values())
+    assert max(entry["observations"] for entry in history.values()) == len(GENERATIONS)
+
+
+@pytest.mark.timeout(240)
+def test_repos_and_docs_pages_follow_their_items(built: Collected) -> None:
+    conn = sqlite3.connect(built.collector.data_dir / "catalog.sqlite")
+    search = built.collector.items("search")
+    latest: dict[int, dict[str, Any]] = {}
+    for item in sorted(search, key=lambda i: i["collected_at"]):
+        latest[item["id"]] = item
+    repos = {row[0]: row for row in conn.execute(
+        "SELECT id, stargazers_count, full_name, last_seen FROM repos")}
+    assert set(repos) == set(latest)
+    for repo_id, item in latest.items():
+        assert repos[repo_id][1:] == (item["stargazers_count"], item["full_name"],
+                                      item["collected_at"])
+    stars = conn.execute("SELECT count(*) FROM repo_stars").fetchone()[0]
+    assert stars == len({(i["id"], i["collected_at"]) for i in search})
+    docs = built.collector.items("docs")
+    pages = dict(conn.execute("SELECT url, versions FROM docs_pages"))
+    assert set(pages) == {item["url"] for item in docs}
+    per_url: dict[str, set[str]] = defaultdict(set)
+    for item in docs:
+        per_url[item["url"]].add(item["content_hash"])
+    assert pages == {url: len(hashes) for url, hashes in per_url.items()}
+    assert max(pages.values()) == 2  # generation 1 changed the pages
+
+
+@pytest.mark.timeout(240)
+def test_rerunning_catalog_adds_nothing(built: Collected) -> None:
+    db = built.collector.data_dir / "catalog.sqlite"
+    before = dump(db)
+    assert before["trending_observations"][0]
+    result = catalog(built.collector)
+    assert "catalog: 0 new files, 0 lines" in result.stdout
+    assert dump(db) == before
+
+
+@pytest.mark.timeout(240)
+def test_a_part_file_is_never_loaded(built: Collected, tmp_path: Path) -> None:
+    clone = copy_items(built.collector, tmp_path / "clone")
+    first = sorted((clone.data_dir / "items" / "trending").glob("*.jsonl"))[0]
+    first.rename(first.with_name(first.name + ".part"))
+    catalog(clone)
+    conn = sqlite3.connect(clone.data_dir / "catalog.sqlite")
+    loaded = {row[0] for row in conn.execute("SELECT path FROM loaded_files")}
+    assert f"trending/{first.name}" not in loaded and f"trending/{first.name}.part" not in loaded
+    assert len(loaded) == len(list((built.collector.data_dir / "items").rglob("*.jsonl"))) - 1
+
+
+@pytest.mark.timeout(300)
+def test_kill_9_mid_build_then_a_rerun_equals_one_clean_build(built: Collected,
+                                                              tmp_path: Path) -> None:
+    # The real items plus enough synthetic ones (the documented format) to kill a build midway.
+    clean = copy_items(built.collector, tmp_path / "clean")
+    ItemWriter(clean.data_dir / "items").write(60_000, per_file=500)
+    killed = copy_items(clean, tmp_path / "killed")
+    files = len(list((clean.data_dir / "items").rglob("*.jsonl")))
+    catalog(clean)
+    db = killed.data_dir / "catalog.sqlite"
+
+    def loaded() -> int:
+        try:
+            conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=5)
+            try:
+                return conn.execute("SELECT count(*) FROM loaded_files").fetchone()[0]
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return 0
+
+    counts = []
+    for threshold in (1, files // 3, 2 * files // 3):
+        proc = subprocess.Popen([*RUNNER, "catalog"], cwd=killed.home, env=killed.env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda t=threshold: loaded() >= t, 60, f"{threshold} files loaded")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert proc.returncode == -signal.SIGKILL
+        counts.append(loaded())
+        # The catalog left behind is usable: intact, and readable as far as it got.
+        conn = sqlite3.connect(db)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.close()
+    assert counts[-1] < files, "every build finished before its kill: nothing was tested"
+    assert counts == sorted(counts)
+    catalog(killed)
+    assert dump(db) == dump(clean.data_dir / "catalog.sqlite")
+
+
+def test_one_build_at_a_time(built: Collected, tmp_path: Path) -> None:
+    clone = copy_items(built.collector, tmp_path / "clone")
+    lock = clone.data_dir / "state" / "catalog.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        result = catalog(clone)
+    assert "another build is running" in result.stdout
+    assert not (clone.data_dir / "catalog.sqlite").exists()
+
+
+def test_bad_lines_are_named_and_skipped_the_rest_loaded(tmp_path: Path) -> None:
+    clone = Collector(tmp_path / "bad")
+    clone.configure()
+    directory = clone.data_dir / "items" / "search"
+    directory.mkdir(parents=True)
+    good = {"spider": "search", "shard": "0/1", "collected_at": "2026-11-29T15:01:02Z",
+            "content_hash": "ab" * 32, "id": 7, "full_name": "o/r", "stargazers_count": 3}
+    path = directory / "search-0of1-20261129T150102Z.jsonl"
+    path.write_text("\n".join([json.dumps(good), "{not json", json.dumps({**good, "id": "x"}),
+                               json.dumps({**good, "id": 8})]) + "\n")
+    result = clone.runner("catalog")
+    assert result.returncode == 0, result.stderr
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 2, errors
+    assert f"{path}:2: not JSON" in errors[0]
+    assert f"{path}:3: id: 'x' is not a repository id (integer); line skipped" in errors[1]
+    assert "Traceback" not in result.stderr
+    conn = sqlite3.connect(clone.data_dir / "catalog.sqlite")
+    assert sorted(r[0] for r in conn.execute("SELECT id FROM repos")) == [7, 8]
+    assert conn.execute("SELECT lines, bad_lines FROM loaded_files").fetchone() == (4, 2)
+
+
+# --- export ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_export_row_counts_equal_table_counts(built: Collected, tmp_path: Path,
+                                              fmt: str) -> None:
+    if fmt == "parquet":
+        needs("pyarrow")
+    out = tmp_path / "out"
+    result = built.collector.runner("export", "--format", fmt, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    conn = sqlite3.connect(built.collector.data_dir / "catalog.sqlite")
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.{fmt}" for t in DATA_TABLES)
+    for table in DATA_TABLES:
+        expected = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        path = out / f"{table}.{fmt}"
+        if fmt == "csv":
+            import csv
+
+            with open(path, newline="", encoding="utf-8") as handle:
+                rows = list(csv.reader(handle))
+            assert rows[0] == [c for c, _, _ in next(t for t in TABLES if t.name == table)
+                               .columns]
+            count = len(rows) - 1
+        elif fmt == "jsonl":
+            count = len(path.read_text(encoding="utf-8").splitlines())
+        else:
+            rows = in_child(READ_PARQUET, path)
+            count = len(rows)
+            if table == "trending_observations":  # reads back to exactly the table
+                got = [tuple(row) for row in rows]
+                assert got == conn.execute(
+                    "SELECT * FROM trending_observations ORDER BY period, trending_language, "
+                    "observed_at, rank").fetchall()
+        assert count == expected and expected > 0, (table, count, expected)
+
+
+def test_export_one_table_and_bad_arguments(built: Collected, tmp_path: Path) -> None:
+    result = built.collector.runner("export", "--format", "csv", "--out", str(tmp_path),
+                                    "--table", "repos")
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["repos.csv"]
+    bad = built.collector.runner("export", "--format", "csv", "--out", str(tmp_path),
+                                 "--table", "nope")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "nope" in bad.stderr
+
+
+def test_export_parquet_without_pyarrow_names_the_extra(built: Collected,
+                                                        tmp_path: Path) -> None:
+    blocker = tmp_path / "block" / "pyarrow"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('pyarrow is not installed')\n")
+    env = built.collector.env(PYTHONPATH=str(blocker.parent))
+    result = built.collector.runner("export", "--format", "parquet", "--out",
+                                    str(tmp_path / "out"), env=env)
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("python -m runner export: --format parquet needs "
+                                     "pyarrow: pip install -e '.[export]'")
+    assert not (tmp_path / "out").exists()
+
+
+# --- report, feeds, viewer ------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(240)
+def test_report_writes_valid_pngs_and_an_index(built: Collected, tmp_path: Path) -> None:
+    needs("matplotlib")
+    out = tmp_path / "report"
+    result = built.collector.runner("report", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    pngs = sorted(out.glob("*.png"))
+    assert [p.stem for p in pngs] == sorted(["items_per_hour", "data_size", "github_budget",
+                                             "top_risers"])
+    for png in pngs:
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", png
+        width, height = struct.unpack(">II", data[16:24])
+        assert (width, height) == (900, 450), png
+        assert in_child(VERIFY_PNG, png) == [width, height]  # every chunk's CRC checked
+    index = (out / "index.html").read_text()
+    for png in pngs:
+        assert f'src="{png.name}"' in index
+    assert "<table>" in index and "stars gained" in index
+
+
+@pytest.mark.timeout(240)
+def test_feeds_validate_as_atom_one_entry_per_repository_new_on_the_list(built: Collected
+                                                                        ) -> None:
+    needs("feedgen")
+    conn = sqlite3.connect(built.collector.data_dir / "catalog.sqlite")
+    feeds = built.collector.data_dir / "feeds"
+    assert sorted(p.name for p in feeds.iterdir()) == [
+        "trending-daily-all.atom", "trending-daily-python.atom"]
+    for language in LANGUAGES:
+        root = etree.parse(str(feeds / f"trending-daily-{language or 'all'}.atom")).getroot()
+        assert root.tag == f"{ATOM}feed"
+        for required in ("id", "title", "updated"):
+            assert len(root.findall(f"{ATOM}{required}")) == 1, required
+        assert root.find(f"{ATOM}author/{ATOM}name").text
+        entries = root.findall(f"{ATOM}entry")
+        expected = [name for name, in conn.execute(
+            "SELECT full_name FROM trending_history WHERE period = 'daily' AND "
+            "trending_language = ? ORDER BY first_seen DESC, full_name LIMIT 50", (language,))]
+        assert [e.find(f"{ATOM}link").get("href").removeprefix(built.web_url + "/")
+                for e in entries] == expected
+        ids = [e.find(f"{ATOM}id").text for e in entries]
+        assert len(set(ids)) == len(ids)
+        for entry in entries:
+            for required in ("id", "title", "updated"):
+                assert entry.find(f"{ATOM}{required}").text, required
+            updated = entry.find(f"{ATOM}updated").text
+            assert time.strptime(updated[:19], "%Y-%m-%dT%H:%M:%S")
+            assert updated.endswith(("Z", "+00:00"))
+        assert root.find(f"{ATOM}updated").text == max(
+            e.find(f"{ATOM}updated").text for e in entries)
+
+
+def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Collected) -> None:
+    meta = metadata()
+    database = meta["databases"]["catalog"]
+    conn = sqlite3.connect(built.collector.data_dir / "catalog.sqlite")
+    for table, spec in database["tables"].items():
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        assert list(spec["columns"]) == columns, table
+        assert spec["title"] and all(spec["columns"].values())
+    assert set(database["queries"]) == {"rising_this_week", "longest_on_trending",
+                                        "recently_changed_docs"}
+    results = {name: conn.execute(query["sql"]).fetchall()
+               for name, query in database["queries"].items()}
+    assert results["rising_this_week"] and results["longest_on_trending"]
+    assert results["recently_changed_docs"]  # the docs generation changed every page
+
+
+def test_view_without_datasette_is_one_line_naming_the_extra(built: Collected) -> None:
+    if importlib.util.find_spec("datasette") is not None:
+        pytest.skip("datasette is installed here")
+    result = built.collector.runner("view")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("python -m runner view: Datasette is not installed: "
+                                     "pip install -e '.[view]'")
+
+
+# --- the runner keeps it up to date ---------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_the_runner_builds_the_catalog_every_catalog_interval(tmp_path: Path) -> None:
+    github = start_fake_github(tmp_path / "fake-github")
+    try:
+        collector = Collector(tmp_path / "home")
+        collector.configure(github=github, catalog_interval=1, spiders={
+            "trending": {"languages": [""], "periods": ["daily"]},
+            "search": {"weight": 0}, "docs": {"weight": 0}})
+        runner = collector.start_runner("--workers", "1")
+        db = collector.data_dir / "catalog.sqlite"
+        log = collector.data_dir / "logs" / "runner.log"
+        def catalog_children() -> list[int]:
+            """The niceness of each catalog child of the runner now."""
+            try:
+                children = psutil.Process(runner.pid).children()
+                return [p.nice() for p in children if "catalog" in p.cmdline()]
+            except psutil.Error:
+                return []
+
+        try:
+            assert wait_for(catalog_children, 60, "the runner's catalog child",
+                            interval=0.02) == [NICENESS]
+            wait_for(lambda: log.exists() and log.read_text().count("catalog updated") >= 2,
+                     60, "two catalog builds by the runner")
+        finally:
+            runner.send_signal(signal.SIGTERM)
+            runner.wait(timeout=30)
+        assert runner.returncode == 0
+        conn = sqlite3.connect(db)
+        assert conn.execute("SELECT count(*) FROM trending_observations").fetchone()[0] > 0
+        builds = (collector.data_dir / "logs" / "catalog.log").read_text().splitlines()
+        assert len(builds) >= 2 and all(line.startswith("catalog: ") for line in builds)
+    finally:
+        github.stop()
+
+
+def test_catalog_interval_is_validated() -> None:
+    assert parse_config("catalog_interval: 30m\n", "c.yaml").catalog_interval == 1800
+    assert parse_config("", "c.yaml").catalog_interval == 3600
+    with pytest.raises(ConfigError) as error:
+        parse_config("catalog_interval: soon\n", "c.yaml")
+    assert str(error.value) == ("c.yaml: catalog_interval: 'soon' is not a duration such as "
+                                "90, 45s, 30m, 12h or 7d")
