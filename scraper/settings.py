@@ -39,6 +39,9 @@ REMOTE_CONTROL_ENABLED = False  # Scrapy 2.19's code-running HTTP server, on by 
 EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
     "scrapy.extensions.remote_control.RemoteControl": None,
+    # MEMUSAGE_* on the current resident set, not the peak a parent process leaves behind.
+    "scrapy.extensions.memusage.MemoryUsage": None,
+    "scraper.extensions.memusage.ResidentMemoryUsage": 0,
     "scraper.extensions.logrotate.LogRotation": 0,
     "scraper.extensions.workerstate.WorkerState": 0,
     "scraper.extensions.shutdowngate.ShutdownGate": 0,

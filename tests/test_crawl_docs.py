@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import json
 import re
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -12,7 +14,7 @@ import pytest
 
 from scraper.items import DocPageItem, content_hash
 from tests.fakes.docs import SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
-from tests.support import Collector
+from tests.support import REPO_ROOT, Collector
 
 PAGE_PATH = re.compile(r"^/site(\d+)/page(\d+)\.html$")
 # Link texts that appear only in the <nav> of every fake page.
@@ -199,3 +201,23 @@ def test_changed_pages_give_new_items_after_refresh(collector: Collector, fake_d
     for line in (collector.data_dir / "items" / "docs").glob("*.jsonl"):
         for raw in line.read_text(encoding="utf-8").splitlines():
             json.loads(raw)
+
+
+@pytest.mark.timeout(120)
+def test_crawl_started_from_a_large_process_is_not_stopped_by_the_memory_limit(
+        collector: Collector, fake_docs_factory) -> None:
+    """``execve`` keeps the parent's peak RSS (ru_maxrss): a launcher above MEMUSAGE_LIMIT_MB
+    must not make the worker it starts close at once with ``memusage_exceeded``."""
+    docs = fake_docs_factory(sites=1, pages=5)
+    collector.configure(docs_urls=[f"{docs.url()}/site0/"])
+    launcher = ("import os, sys\n"
+                "ballast = bytearray(320 * 1024 * 1024)\n"  # resident: above the 200 MB limit
+                "ballast[::4096] = b'x' * len(ballast[::4096])\n"
+                "os.execv(sys.executable, [sys.executable, '-m', 'scrapy', 'crawl', 'docs'])\n")
+    result = subprocess.run([sys.executable, "-c", launcher], cwd=REPO_ROOT,
+                            env=collector.env(), capture_output=True, text=True, timeout=100)
+    assert result.returncode == 0, result.stderr[-2000:]
+    stats = collector.stats("docs")
+    assert stats["finish_reason"] == "finished"
+    assert stats["memusage/startup"] < 200 * 1024 * 1024
+    assert len(collector.items("docs")) >= 5
