@@ -78,10 +78,11 @@ def nginx_binary() -> str | None:
 
 def write_sites(www: Path, base_url: str, sites: int, pages: int, page_kb: float) -> int:
     """Render every fake docs page to ``www`` (plus ``.gz`` twins); returns the file count."""
-    from tests.fakes.docs import DocsFake
+    from tests.fakes.docs import DEFAULT_FIXTURES, DocsFake
 
     fake = DocsFake(argparse.Namespace(latency_ms=0.0, jitter=0.0, sites=sites, pages=pages,
-                                       page_kb=page_kb, port_file=None))
+                                       page_kb=page_kb, port_file=None,
+                                       fixtures=DEFAULT_FIXTURES))
     fake.bound({"url": base_url})  # absolute links point at nginx
     paths = ["/robots.txt", "/outside.html"]
     for k in range(sites):
