@@ -146,17 +146,30 @@ def _setup_logging(layout: DataLayout) -> None:
     formatter = logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s")
     to_file = logging.handlers.RotatingFileHandler(layout.runner_log, maxBytes=10 * 1024 * 1024,
                                                    backupCount=3, encoding="utf-8")
-    to_stderr = logging.StreamHandler()
-    to_stderr.setLevel(logging.WARNING)  # the terminal gets the plan (stdout) and problems
-    for handler in (to_file, to_stderr):
-        handler.setFormatter(formatter)
+    handlers: list[logging.Handler] = [to_file]
+    # A runner the watchdog started has its stderr appended to runner.log already: a second
+    # handler would write every warning twice.
+    if not _same_file(sys.stderr, layout.runner_log):
+        to_stderr = logging.StreamHandler()
+        to_stderr.setLevel(logging.WARNING)  # the terminal gets the plan (stdout) and problems
+        handlers.append(to_stderr)
     root = logging.getLogger("runner")
     root.setLevel(logging.INFO)
-    root.addHandler(to_file)
-    root.addHandler(to_stderr)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
     root.propagate = False
     # On a full disk the log line is lost; a traceback on stderr would help nobody.
     logging.raiseExceptions = False
+
+
+def _same_file(stream: object, path: os.PathLike[str]) -> bool:
+    try:
+        mine = os.fstat(stream.fileno())  # type: ignore[attr-defined]
+        other = os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (mine.st_dev, mine.st_ino) == (other.st_dev, other.st_ino)
 
 
 def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:

@@ -39,6 +39,7 @@ from scraper.searchslices import (
     resplit,
 )
 from scraper.stores.sliceplans import WHOLE, SlicePlanStore
+from scraper.outcome import note_empty_listing
 from spiders.base import CollectorSpider
 
 API_HEADERS = {
@@ -228,6 +229,7 @@ class SearchSpider(CollectorSpider):
                 raise TypeError(f"'items' is {type(results).__name__}, not a list")
         except (ValueError, KeyError, TypeError) as exc:
             self.crawler.stats.inc_value("search/bad_responses")
+            note_empty_listing(self.crawler.stats, response.url)
             self.logger.error("search %r: not a search result at %s (%s: %s)", query,
                               response.url, type(exc).__name__, exc)
             return None
