@@ -31,7 +31,7 @@ UNHEALTHY = ("failing", "empty", "hung")
 class ShardHealth:
     spider: str
     shard: str
-    verdict: str  # ok / new (no round yet) / failing / empty / hung
+    verdict: str  # ok / new (no round yet) / no-data (not yet failing) / failing / empty / hung
     reason: str = ""  # for an unhealthy one: what is wrong, one line
 
     @property
@@ -53,8 +53,9 @@ def shard_health(slot: SlotRecord, record: WorkerRecord | None, health: HealthCo
     if record.empty_listings:
         return ShardHealth(slot.spider, slot.shard, "empty",
                            f"listing page parsed to zero rows: {record.empty_listing_url}")
-    if record.failed_rounds >= health.failed_rounds:
-        return ShardHealth(slot.spider, slot.shard, "failing",
+    if record.failed_rounds:
+        verdict = "failing" if record.failed_rounds >= health.failed_rounds else "no-data"
+        return ShardHealth(slot.spider, slot.shard, verdict,
                            record.first_error or "no answer carried data")
     return ShardHealth(slot.spider, slot.shard, "ok")
 

@@ -139,9 +139,23 @@ class SearchConfig:
 @dataclass(frozen=True, slots=True)
 class DocsConfig:
     weight: int = 2
+    # Documentation of well-known Python tools: one AutoThrottled crawl per site, so that the
+    # README's ``--workers 20`` has a site for every docs worker it plans.
     start_urls: tuple[str, ...] = (
         "https://docs.scrapy.org/en/latest/",
         "https://docs.python.org/3/library/",
+        "https://docs.pytest.org/en/stable/",
+        "https://requests.readthedocs.io/en/latest/",
+        "https://flask.palletsprojects.com/en/stable/",
+        "https://docs.djangoproject.com/en/stable/",
+        "https://numpy.org/doc/stable/",
+        "https://pandas.pydata.org/docs/",
+        "https://docs.twisted.org/en/stable/",
+        "https://www.attrs.org/en/stable/",
+        "https://pip.pypa.io/en/stable/",
+        "https://packaging.python.org/en/latest/",
+        "https://docs.sqlalchemy.org/en/20/",
+        "https://lxml.de/",
     )
     max_pages_per_site: int = 2000
     refresh_after: float = 7 * 86400.0

@@ -23,7 +23,7 @@ CAUSE_MAX = 300
 def failure_cause(exc: BaseException, url: str) -> str:
     """``DNS lookup failed: no results for hostname lookup: docs.scrapy.org``: the exception's
     own words, plus the host when they do not name it (a refused connection does not)."""
-    reason = " ".join(str(exc).split()) or type(exc).__name__
+    reason = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
     host = urlsplit(url).netloc
     if host and host.split(":")[0] not in reason:
         reason = f"{reason} ({host})"

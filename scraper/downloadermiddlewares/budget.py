@@ -33,6 +33,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
+from twisted.internet.error import ConnectError
 
 from scraper.budget.limits import (
     RateHeaders,
@@ -367,5 +368,7 @@ class BudgetMiddleware:
     def process_exception(self, request: Request, exception: BaseException) -> None:
         ticket: Ticket | None = request.meta.pop(TICKET_META, None)
         if ticket is not None:
-            # No answer: the request may still have been counted, so it costs one.
-            self.store.complete(ticket, ticket.key, RateHeaders(), success=False)
+            # No answer. A connection that never opened (DNS, refused, connect timeout) never
+            # reached GitHub, so it costs nothing; anything later may have been counted.
+            self.store.complete(ticket, ticket.key, RateHeaders(), success=False,
+                                counted=not isinstance(exception, ConnectError))
