@@ -25,6 +25,7 @@ from scraper.statefile import SlotRecord, WorkerRecord
 from scraper.units import format_duration
 
 UNHEALTHY = ("failing", "empty", "hung")
+NO_DATA = "no answer carried data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def shard_health(slot: SlotRecord, record: WorkerRecord | None, health: HealthCo
     if record.failed_rounds:
         verdict = "failing" if record.failed_rounds >= health.failed_rounds else "no-data"
         return ShardHealth(slot.spider, slot.shard, verdict,
-                           record.first_error or "no answer carried data")
+                           record.first_error or NO_DATA)
     return ShardHealth(slot.spider, slot.shard, "ok")
 
 
@@ -80,8 +81,9 @@ def unhealthy_spiders(shards: Iterable[ShardHealth],
         if empty:
             result[spider] = ("empty", f"{spider} {len(empty)}/{n} shards: {empty[0].reason}")
         else:
+            reason = next((s.reason for s in mine if s.reason != NO_DATA), NO_DATA)
             result[spider] = ("failing", f"{spider} {n}/{n} shards fetched nothing in "
-                                         f"{failed_rounds} rounds ({mine[0].reason})")
+                                         f"{failed_rounds} rounds ({reason})")
     return result
 
 
@@ -95,7 +97,7 @@ def round_failed(record: WorkerRecord | None) -> str | None:
         return f"listing page parsed to zero rows: {record.empty_listing_url}"
     if record.requests and not record.ok:
         return f"fetched nothing in {record.requests} requests " \
-               f"({record.first_error or 'no answer carried data'})"
+               f"({record.first_error or NO_DATA})"
     return None
 
 

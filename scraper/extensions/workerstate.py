@@ -118,7 +118,9 @@ class WorkerState:
             requests=requests,
             responses=response_classes(stats),
             ok=ok,
-            first_error=stats.get(FIRST_ERROR) or self.errors.first,
+            # Until data flows again, the cause stays the one a previous round saw.
+            first_error=stats.get(FIRST_ERROR) or self.errors.first or (
+                None if ok else self.earlier.first_error),
             empty_listings=stats.get(EMPTY_LISTINGS, 0),
             empty_listing_url=stats.get(EMPTY_LISTING_URL),
             items_total=self.earlier.items_total + items,
