@@ -6,6 +6,7 @@ rounds pass in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -163,7 +164,7 @@ def test_a_sigstopped_worker_is_reported_after_max_round_and_restarted(
         ops: Ops, fake_docs_factory: Any) -> None:
     docs = fake_docs_factory(sites=1, pages=60, latency_ms=200)
     ops.collector.configure(docs_urls=[f"{docs.url()}/site0/"], stop_timeout=2,
-                            health={"max_round": "3s"},
+                            health={"max_round": "5s"},
                             spiders={"docs": {"settings": {"CONCURRENT_REQUESTS": 1}}})
     first = start(ops, "--workers", "1", "--spiders", "docs")
     wait_for(lambda: ops.running_workers() == 1, 30, "a running worker")
@@ -172,15 +173,16 @@ def test_a_sigstopped_worker_is_reported_after_max_round_and_restarted(
     try:
         quiet = ops.run("watchdog")  # not yet past max_round
         assert (quiet.returncode, quiet.stdout) == (0, "")
-        time.sleep(3.5)
+        time.sleep(5.5)
         result = ops.run("watchdog")
     finally:
-        os.kill(worker, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):  # killed by the restart
+            os.kill(worker, signal.SIGCONT)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 2, result.stdout
     assert lines[0].startswith("collector unhealthy: docs 1/1 shards hung (round running ")
-    assert lines[0].endswith("> max 3s); restarting")
+    assert lines[0].endswith("> max 5s); restarting")
     assert lines[1] == "collector restarted: 1 workers"
     assert first.wait(timeout=10) == 0
     assert ops.runner_pid() not in (None, first.pid)
