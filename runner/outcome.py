@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scraper.config import HealthConfig
+from scraper.outcome import empty_reason
 from scraper.statefile import SlotRecord, WorkerRecord
 from scraper.units import format_duration
 
@@ -53,7 +54,7 @@ def shard_health(slot: SlotRecord, record: WorkerRecord | None, health: HealthCo
         return ShardHealth(slot.spider, slot.shard, "new")
     if record.empty_listings:
         return ShardHealth(slot.spider, slot.shard, "empty",
-                           f"listing page parsed to zero rows: {record.empty_listing_url}")
+                           empty_reason(record.empty_listing_url))
     if record.failed_rounds:
         verdict = "failing" if record.failed_rounds >= health.failed_rounds else "no-data"
         return ShardHealth(slot.spider, slot.shard, verdict,
@@ -94,7 +95,7 @@ def round_failed(record: WorkerRecord | None) -> str | None:
     if record is None:
         return "left no state file"
     if record.empty_listings:
-        return f"listing page parsed to zero rows: {record.empty_listing_url}"
+        return empty_reason(record.empty_listing_url)
     if record.requests and not record.ok:
         return f"fetched nothing in {record.requests} requests " \
                f"({record.first_error or NO_DATA})"

@@ -36,13 +36,17 @@ def note_error(stats: StatsCollector, cause: str) -> None:
         stats.set_value(FIRST_ERROR, cause[:CAUSE_MAX])
 
 
+def empty_reason(url: str | None) -> str:
+    return f"page parsed to zero rows: {url}"
+
+
 def note_empty_listing(stats: StatsCollector, url: str) -> None:
     """A listing page (trending, a search page) that parsed to zero rows: a markup change or
     an error page served with status 200."""
     stats.inc_value(EMPTY_LISTINGS)
     if not stats.get_value(EMPTY_LISTING_URL):
         stats.set_value(EMPTY_LISTING_URL, url)
-        note_error(stats, f"listing page parsed to zero rows: {url}")
+        note_error(stats, empty_reason(url))
 
 
 def response_classes(stats: dict[str, Any]) -> dict[str, int]:

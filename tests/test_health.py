@@ -217,10 +217,14 @@ def test_a_trending_page_with_no_rows_is_unhealthy_with_its_url(
     result = ops.run("watchdog")
     assert result.returncode == 0, result.stderr
     url = f"{github.url('web')}/trending?since=daily"
-    assert result.stdout == ("collector unhealthy: trending 1/1 shards: listing page parsed to "
-                             f"zero rows: {url}\n")
+    assert result.stdout == f"collector unhealthy: trending 1/1 shards: page parsed to zero " \
+                            f"rows: {url}\n"
     shown = ops.run("status")
-    assert "empty" in shown.stdout and url[:60] in shown.stdout
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("trending 0/1 "))
+    assert "empty" in lines[row].split(), shown.stdout
+    assert lines[row + 1] == f"    page parsed to zero rows: {url}"
 
 
 # --- status: width, pipes, exit status --------------------------------------------------------

@@ -100,6 +100,10 @@ class WorkerState:
         elif self.finished is not None and requests:
             failed_rounds += 1
         items = stats.get("item_scraped_count", 0)
+        empty, empty_url = stats.get(EMPTY_LISTINGS, 0), stats.get(EMPTY_LISTING_URL)
+        if not empty and not items and self.finished is None:
+            # Nothing parsed yet this round: the previous round's verdict stands until it has.
+            empty, empty_url = self.earlier.empty_listings, self.earlier.empty_listing_url
         return WorkerRecord(
             spider=spider.name,
             shard=str(spider.shard),
@@ -121,8 +125,8 @@ class WorkerState:
             # Until data flows again, the cause stays the one a previous round saw.
             first_error=stats.get(FIRST_ERROR) or self.errors.first or (
                 None if ok else self.earlier.first_error),
-            empty_listings=stats.get(EMPTY_LISTINGS, 0),
-            empty_listing_url=stats.get(EMPTY_LISTING_URL),
+            empty_listings=empty,
+            empty_listing_url=empty_url,
             items_total=self.earlier.items_total + items,
             failed_rounds=failed_rounds,
         )
