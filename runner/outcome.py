@@ -97,7 +97,8 @@ def round_failed(record: WorkerRecord | None) -> str | None:
     if record.empty_listings:
         return empty_reason(record.empty_listing_url)
     if record.requests and not record.ok:
-        return f"fetched nothing in {record.requests} requests " \
+        plural = "s" if record.requests != 1 else ""
+        return f"fetched nothing in {record.requests} request{plural} " \
                f"({record.first_error or NO_DATA})"
     return None
 

@@ -404,7 +404,7 @@ class Supervisor:
                 s.last_error or s.last_exit or s.state)
             mine = problems.setdefault(s.slot.spider, [])
             if problem:
-                mine.append(f"{s.slot.shard} {problem}")
+                mine.append(f"shard {s.slot.shard} {problem}")
                 print(f"failed: {s.slot.spider} {s.slot.shard}: {problem}", file=sys.stderr)
         for spider, mine in problems.items():
             records = [s.outcome for s in self.slots if s.slot.spider == spider]

@@ -22,11 +22,12 @@ CAUSE_MAX = 300
 
 def failure_cause(exc: BaseException, url: str) -> str:
     """``DNS lookup failed: no results for hostname lookup: docs.scrapy.org``: the exception's
-    own words, plus the host when they do not name it (a refused connection does not)."""
+    own words, led by the host when they do not name it (``127.0.0.1:8080: Connection was
+    refused …``), so that a line cut at its end still says where."""
     reason = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
     host = urlsplit(url).netloc
     if host and host.split(":")[0] not in reason:
-        reason = f"{reason} ({host})"
+        reason = f"{host}: {reason}"
     return reason[:CAUSE_MAX]
 
 

@@ -93,8 +93,7 @@ def test_closed_ports_alert_once_then_recover_after_the_fix(
     lines = alert.stdout.splitlines()
     assert len(lines) == 1, alert.stdout
     assert lines[0].startswith("collector unhealthy: docs 2/2 shards fetched nothing in 2 "
-                               "rounds (Connection was refused")
-    assert f"127.0.0.1:{port}" in lines[0]
+                               f"rounds (127.0.0.1:{port}: Connection was refused")
     assert ops.runner_pid() == first.pid  # no restart: a restart cannot open a closed port
 
     again = ops.run("watchdog")
@@ -128,8 +127,9 @@ def test_once_against_closed_ports_fails_and_status_says_finished(collector: Col
     assert result.returncode == 1, result.stderr
     summary = [line for line in result.stdout.splitlines() if line.startswith("docs:")]
     assert len(summary) == 1, result.stdout
-    assert summary[0].startswith("docs: 0/2 shards ok, 0 pages, 0 new items; 0/2 fetched "
-                                 "nothing in ")
+    assert summary[0].startswith("docs: 0/2 shards ok, 0 pages, 0 new items; shard 0/2 "
+                                 "fetched nothing in ")
+    assert f"requests (127.0.0.1:{port}: Connection was refused" in summary[0]
     assert "Connection was refused" in summary[0]
     assert "Traceback" not in result.stderr
 
