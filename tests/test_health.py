@@ -43,15 +43,6 @@ def ops(tmp_path: Path) -> Iterator[Ops]:
         ops.cleanup()
 
 
-@pytest.fixture
-def webhook() -> Iterator[Webhook]:
-    hook = Webhook()
-    try:
-        yield hook
-    finally:
-        hook.close()
-
-
 def worker_files(collector: Collector) -> list[dict[str, Any]]:
     files = sorted((collector.data_dir / "state" / "workers").glob("*.json"))
     return [json.loads(path.read_text()) for path in files]
@@ -66,7 +57,9 @@ def start(ops: Ops, *args: str) -> subprocess.Popen[str]:
 
 @pytest.mark.timeout(120)
 def test_closed_ports_alert_once_then_recover_after_the_fix(
-        ops: Ops, webhook: Webhook, fake_docs_factory: Any) -> None:
+        ops: Ops, fake_docs_factory: Any, request: pytest.FixtureRequest) -> None:
+    webhook = Webhook()
+    request.addfinalizer(webhook.close)
     port = closed_port()
     ops.collector.configure(
         docs_urls=[f"http://127.0.0.1:{port}/site{k}/" for k in range(2)], stop_timeout=3,
@@ -380,3 +373,15 @@ def test_install_cron_dry_run_without_crontab_warns_about_the_token(
     assert result.stderr.count("\n") == 1
     assert "$GITHUB_TOKEN is set in this shell but cron's jobs do not get it" in result.stderr
     assert "ghp_in_this_shell_only" not in result.stdout + result.stderr
+
+
+def test_a_version_1_worker_file_reads_with_the_new_fields_defaulted(tmp_path: Path) -> None:
+    from scraper.statefile import STATE_VERSION, read_worker
+
+    path = tmp_path / "docs-0of1.json"
+    path.write_text(json.dumps({"spider": "docs", "shard": "0/1", "pid": 7, "items": 3,
+                                "pages": 4, "finished": "finished", "version": 1}))
+    record = read_worker(path)
+    assert record is not None and STATE_VERSION == 2
+    assert (record.version, record.items, record.items_total, record.failed_rounds,
+            record.responses, record.first_error) == (1, 3, 0, 0, {}, None)
