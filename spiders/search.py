@@ -26,6 +26,7 @@ from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
 from scraper.layout import DataLayout
+from scraper.outcome import note_empty_listing
 from scraper.searchslices import (
     RESULTS_CAP,
     Answer,
@@ -39,7 +40,6 @@ from scraper.searchslices import (
     resplit,
 )
 from scraper.stores.sliceplans import WHOLE, SlicePlanStore
-from scraper.outcome import note_empty_listing
 from spiders.base import CollectorSpider
 
 API_HEADERS = {
