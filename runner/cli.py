@@ -94,7 +94,18 @@ def build_parser() -> OneLineParser:
 
     for name, register in EXTRA_COMMANDS:
         register(sub.add_parser(name), lambda p: _config_option(p, argparse.SUPPRESS))
+    _list_in_help(sub)
     return parser
+
+
+def _list_in_help(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``--help`` lists every subcommand with one line: the added ones say theirs in their
+    description (argparse lists only those given ``help=`` when they were added)."""
+    listed = {action.dest for action in sub._choices_actions}
+    for name, command in sub.choices.items():
+        if name not in listed:
+            line = (command.description or "").split(". ")[0].rstrip(".")
+            sub._choices_actions.append(sub._ChoicesPseudoAction(name, (), line))
 
 
 # Subcommands added by other modules: (name, register(parser, add_config_option)).
@@ -111,13 +122,38 @@ COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
 def _with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]:
     if any(arg in commands for arg in argv) or any(a in ("-h", "--help") for a in argv[:1]):
         return argv
+    first = argv[2:3] if argv[:1] == ["--config"] else argv[:1]
+    if first and not first[0].startswith("-"):
+        # `python -m runner statsu`: a word where the command goes is a mistyped command.
+        raise UsageError(f"unknown command {first[0]!r} ({', '.join(commands)})")
     return ["run", *argv] if "--config" not in argv[:1] else [*argv[:2], "run", *argv[2:]]
+
+
+def _check_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """``unknown option --wokers``, before argparse would rather say that --workers is missing.
+    Abbreviations argparse accepts (``--work``) pass."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = next((arg for arg in argv if arg in sub.choices), None)
+    known = set(parser._option_string_actions)
+    if command is not None:
+        known |= set(sub.choices[command]._option_string_actions)
+    for arg in argv:
+        if arg == "--":
+            return
+        name = arg.split("=", 1)[0]
+        if (len(name) < 2 or not name.startswith("-") or name[1].isdigit()
+                or name[1] == "." or any(option.startswith(name) for option in known)):
+            continue
+        raise UsageError(f"unknown option {name}" + (f" for '{command}'" if command else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(_with_default_command(argv, COMMANDS))
+        parser = build_parser()
+        argv = _with_default_command(argv, COMMANDS)
+        _check_options(parser, argv)
+        args = parser.parse_args(argv)
         if getattr(args, "redis_url", None):
             # The flag wins over the file; the workers inherit it with the environment.
             os.environ[REDIS_URL_ENV] = args.redis_url
@@ -146,17 +182,30 @@ def _setup_logging(layout: DataLayout) -> None:
     formatter = logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s")
     to_file = logging.handlers.RotatingFileHandler(layout.runner_log, maxBytes=10 * 1024 * 1024,
                                                    backupCount=3, encoding="utf-8")
-    to_stderr = logging.StreamHandler()
-    to_stderr.setLevel(logging.WARNING)  # the terminal gets the plan (stdout) and problems
-    for handler in (to_file, to_stderr):
-        handler.setFormatter(formatter)
+    handlers: list[logging.Handler] = [to_file]
+    # A runner the watchdog started has its stderr appended to runner.log already: a second
+    # handler would write every warning twice.
+    if not _same_file(sys.stderr, layout.runner_log):
+        to_stderr = logging.StreamHandler()
+        to_stderr.setLevel(logging.WARNING)  # the terminal gets the plan (stdout) and problems
+        handlers.append(to_stderr)
     root = logging.getLogger("runner")
     root.setLevel(logging.INFO)
-    root.addHandler(to_file)
-    root.addHandler(to_stderr)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
     root.propagate = False
     # On a full disk the log line is lost; a traceback on stderr would help nobody.
     logging.raiseExceptions = False
+
+
+def _same_file(stream: object, path: os.PathLike[str]) -> bool:
+    try:
+        mine = os.fstat(stream.fileno())  # type: ignore[attr-defined]
+        other = os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (mine.st_dev, mine.st_ino) == (other.st_dev, other.st_ino)
 
 
 def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
@@ -245,12 +294,24 @@ def _distributed_mode(config: CollectorConfig) -> str | None:
 # --- status and stop ------------------------------------------------------------------------------
 
 
+NOT_RUNNING = 3
+"""``status``'s exit status when no runner is running (a finished ``--once`` run included), as
+an init script's ``status`` says "program is not running": scripts test for it."""
+
+
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.status import collect_status, render_status
 
-    status = collect_status(DataLayout(config.data_dir), config.redis_url)
-    print(json.dumps(status, indent=1, default=str) if args.json else render_status(status))
-    return 0
+    status = collect_status(DataLayout(config.data_dir), config.redis_url, config)
+    code = 0 if status["runner"]["alive"] else NOT_RUNNING
+    text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `status | head -1`: the reader had enough, which is no error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush at exit
+        os.close(devnull)
+    return code
 
 
 def cmd_stop(args: argparse.Namespace, config: CollectorConfig) -> int:

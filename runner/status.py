@@ -11,12 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from runner.budgetstatus import budget_rows, render_budget
+from runner.outcome import ShardHealth, shard_health
 from runner.pidfile import running_pid
+from scraper.budget.limits import ANONYMOUS, identity_for_token, identity_label
+from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 from scraper.statefile import SlotRecord, StatusFile, WorkerRecord, read_status, read_worker
 from scraper.units import format_duration, format_size
 from scraper.urlmask import is_masked
 
+WIDTH = 80
+"""Columns of every line ``status`` prints: an ssh session on a phone."""
 
 def data_size(root: Path) -> int:
     total = 0
@@ -28,15 +33,21 @@ def data_size(root: Path) -> int:
 
 
 def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
-               now: float) -> dict[str, Any]:
+               now: float, health: ShardHealth | None = None) -> dict[str, Any]:
     """One row of ``status --json``'s ``workers``: the runner's slot joined with its worker's
-    own file, when that file is this round's."""
+    own file, when that file is this round's; ``health`` is the shard's verdict."""
     row = asdict(slot)
     del row["next_round_monotonic"]
+    row.pop("round_started_monotonic", None)
     this_round = live if live is not None and live.is_round_of(slot.round_pid) else None
     running = slot.state == "running"
     row["items_round"] = this_round.items if this_round else 0
-    row["items_total"] = slot.items_total + (row["items_round"] if running else 0)
+    # The worker's own counter outlives runner restarts; the slot's counts this runner only.
+    row["items_total"] = max(live.items_total if live else 0,
+                             slot.items_total + (row["items_round"] if running else 0))
+    row["health"] = health.verdict if health else "new"
+    row["health_reason"] = health.reason if health and health.reason else None
+    row["first_error"] = live.first_error if live else None
     row["pages"] = this_round.pages if this_round else 0
     row["uss_mb"] = live.uss_mb if running and live is not None else None
     row["last_error"] = slot.last_error or (live.last_error if live else None)
@@ -50,9 +61,12 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
     return row
 
 
-def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str, Any]:
+def collect_status(layout: DataLayout, redis_url: str | None = None,
+                   config: CollectorConfig | None = None) -> dict[str, Any]:
     """The ``status --json`` object: ``{"runner": …, "workers": […], "totals": …}``, plus
-    ``"cluster"`` in the distributed mode (``redis_url``, else the runner's)."""
+    ``"cluster"`` in the distributed mode (``redis_url``, else the runner's). ``config`` (the
+    current one) judges health and picks the budget rows of the identity in use."""
+    config = config or CollectorConfig(data_dir=layout.root)
     recorded = read_status(layout.status_file)
     status = recorded or StatusFile()
     runner: dict[str, Any] = asdict(status.runner) if recorded else {}
@@ -60,9 +74,16 @@ def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str
     pid = running_pid(layout.runner_pidfile)
     runner["alive"] = pid is not None
     runner["pid"] = pid if pid is not None else runner.get("pid")
-    now = time.time()
-    workers = [worker_row(slot, read_worker(layout.workers_state_dir / f"{slot.slug}.json"),
-                          runner["alive"], now) for slot in status.workers]
+    now, mono = time.time(), time.monotonic()
+    workers = []
+    for slot in status.workers:
+        live = read_worker(layout.workers_state_dir / f"{slot.slug}.json")
+        verdict = shard_health(slot, live, config.health, config.round_interval, mono)
+        workers.append(worker_row(slot, live, runner["alive"], now, verdict))
+    # A --once run that ended by itself is finished, not down.
+    runner["finished"] = bool(recorded and not runner["alive"] and status.runner.once
+                              and status.workers and all(
+                                  slot.state in ("done", "failed") for slot in status.workers))
     up = sum(1 for w in workers if w["state"] in ("running", "sleeping", "redis-wait"))
     totals = {
         "items": sum(w["items_total"] for w in workers),
@@ -70,8 +91,10 @@ def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str
         "workers_up": up,
         "workers_planned": status.runner.planned if recorded else len(workers),
     }
+    identity = identity_label(identity_for_token(
+        config.github.token.reveal() if config.github.token else None))
     result = {"runner": runner, "workers": workers, "totals": totals,
-              "budget": budget_rows(layout)}
+              "budget": in_use(budget_rows(layout), identity)}
     redis_url = redis_url or status.runner.redis_url
     if redis_url:
         from scraper.distributed.registry import cluster_status
@@ -86,7 +109,8 @@ def collect_status(layout: DataLayout, redis_url: str | None = None) -> dict[str
         if result["cluster"].get("reachable"):  # the budget in effect is the cluster's
             from runner.budgetstatus import rows_from_buckets
 
-            result["budget"] = rows_from_buckets(result["cluster"]["budget"], time.time())
+            result["budget"] = in_use(rows_from_buckets(result["cluster"]["budget"],
+                                                        time.time()), identity)
     return result
 
 
@@ -96,25 +120,47 @@ def progress_note(stats: dict[str, Any]) -> str | None:
     return f"slice {stats.get('search/slice_index', 0)}/{total}" if total else None
 
 
+def in_use(rows: list[dict[str, Any]], identity: str) -> list[dict[str, Any]]:
+    """The budget rows of the identity the current config uses: a token no longer configured
+    says nothing about what the collector can do now. (The web pages' budget is a host's.)"""
+    def api_identity(label: str) -> bool:
+        return label == ANONYMOUS or label.startswith("token …")
+
+    return [row for row in rows if row["identity"] == identity
+            or not api_identity(row["identity"])]
+
+
+def fit(line: str, width: int = WIDTH) -> str:
+    """``line`` cut at ``width`` columns, its end marked: a phone's terminal wraps nothing."""
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
 def render_status(status: dict[str, Any]) -> str:
-    """A table that fits a phone's ssh session: one short row per worker."""
+    """A table that fits a phone's ssh session (80 columns): one short row per worker, its
+    last error, if any, on an indented line below it."""
     runner, totals = status["runner"], status["totals"]
     lines = []
     if runner.get("alive"):
         updated = time.time() - (runner.get("updated_at") or 0)
         up = format_duration(time.time() - runner["started_at"])
         lines.append(f"runner pid {runner['pid']} up {up}, status {format_duration(updated)} "
-                     f"old — {runner.get('plan', '')}")
+                     "old")
+        lines.append(runner.get("plan", ""))
+    elif runner.get("finished"):
+        ended = format_duration(time.time() - (runner.get("updated_at") or 0))
+        lines.append(f"runner finished its --once run {ended} ago (pid {runner.get('pid')})")
+        lines.append(runner["plan"])
     elif runner.get("plan"):
-        lines.append(f"runner NOT RUNNING (last pid {runner.get('pid')}) — {runner['plan']}")
+        lines.append(f"runner NOT RUNNING (last pid {runner.get('pid')})")
+        lines.append(runner["plan"])
     else:
         lines.append("runner has never run with this data_dir")
     if runner.get("alive") and runner.get("disk_full_since"):
         since = format_duration(time.time() - runner["disk_full_since"])
         lines.append(f"DISK FULL for {since}: no workers start until space is freed under "
                      "data_dir")
-    header = f"{'worker':<14} {'state':<10} {'pid':>7} {'rnd':>4} {'items':>11} {'pages':>6} " \
-             f"{'MB':>5} {'next':>5}  progress, last error"
+    header = f"{'worker':<14} {'state':<10} {'health':<7} {'pid':>7} {'rnd':>4} " \
+             f"{'items':>11} {'pages':>6} {'MB':>4} {'next':>5}"
     redis = runner.get("redis") or {}
     if runner.get("alive") and redis.get("state") == "unreachable":
         lines.append(f"REDIS UNREACHABLE for {format_duration(time.time() - redis['down_since'])} "
@@ -123,10 +169,15 @@ def render_status(status: dict[str, Any]) -> str:
     for w in status["workers"]:
         items = f"{w['items_round']}/{w['items_total']}"
         mb = f"{w['uss_mb']:.0f}" if w.get("uss_mb") else "-"
-        error = " ".join(filter(None, (w.get("progress"), w.get("last_error"))))[:60]
-        lines.append(f"{w['slug']:<14} {w['state']:<10} {w.get('pid') or '-':>7} "
-                     f"{w['rounds']:>4} {items:>11} {w['pages']:>6} {mb:>5} "
-                     f"{format_duration(w.get('next_round_in')):>5}  {error}")
+        name = f"{w['spider']} {w['shard']}"
+        lines.append(f"{name:<14} {w['state']:<10} {w.get('health', '-'):<7} "
+                     f"{w.get('pid') or '-':>7} {w['rounds']:>4} {items:>11} {w['pages']:>6} "
+                     f"{mb:>4} {format_duration(w.get('next_round_in')):>5}")
+        # Under the row: how far the round has got, and why it is unhealthy or what failed last.
+        error = w.get("health_reason") or w.get("first_error") or w.get("last_error")
+        note = " ".join(filter(None, (w.get("progress"), " ".join(str(error or "").split()))))
+        if note:
+            lines.append(f"    {note}")
     lines.append(f"total: {totals['items']} items, data {format_size(totals['data_bytes'])}, "
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
     lines += render_budget(status.get("budget") or [])
@@ -134,4 +185,4 @@ def render_status(status: dict[str, Any]) -> str:
         from runner.cluster import render_cluster
 
         lines += render_cluster(status["cluster"])
-    return "\n".join(lines)
+    return "\n".join(fit(line) for line in lines)

@@ -26,7 +26,9 @@ from typing import Any
 
 from runner.dataset.schedule import CatalogSchedule
 from runner.memory import MemoryGuard
+from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
+from runner.usage import PROG
 from runner.worker import run_worker
 from scraper.config import CollectorConfig
 from scraper.diskspace import (
@@ -42,6 +44,7 @@ from scraper.statefile import (
     RunnerRecord,
     SlotRecord,
     StatusFile,
+    WorkerRecord,
     read_worker,
     write_launch,
     write_status,
@@ -125,10 +128,12 @@ class SlotState:
     next_start: float = 0.0  # time.monotonic()
     round_pid: int | None = None  # the latest round's worker, kept after it ends
     round_started: float | None = None  # wall clock, shown
+    round_started_mono: float | None = None  # time.monotonic(): judges a hung round
     last_exit: str | None = None
     last_error: str | None = None
     items_total: int = 0
     peak_pss_mb: float = 0.0
+    outcome: WorkerRecord | None = None  # the latest finished round's record
 
     def record(self, wall_now: float, mono_now: float) -> SlotRecord:
         waiting = self.state in WAITING_STATES
@@ -138,7 +143,9 @@ class SlotState:
             failures=self.failures, restarts=self.restarts,
             next_round_at=wall_now + (self.next_start - mono_now) if waiting else None,
             next_round_monotonic=self.next_start if waiting else None,
-            round_started_at=self.round_started, last_exit=self.last_exit,
+            round_started_at=self.round_started,
+            round_started_monotonic=self.round_started_mono if self.pid else None,
+            last_exit=self.last_exit,
             last_error=self.last_error, items_total=self.items_total)
 
 
@@ -232,7 +239,9 @@ class Supervisor:
         self._write_status(force=True)
         if self.beacon:
             self.beacon.leave(os.getpid())
-        return self._exit_code()
+        code = self._exit_code()
+        logger.info("stopped (exit status %d)", code)
+        return code
 
     def _disk_has_room(self) -> bool:
         """False while the data disk is full; logs the change both ways, once."""
@@ -285,6 +294,7 @@ class Supervisor:
         state.pid = state.round_pid = pid
         state.state = "running"
         state.round_started = time.time()
+        state.round_started_mono = time.monotonic()
         self.by_pid[pid] = state
 
     def _reap(self) -> None:
@@ -307,6 +317,7 @@ class Supervisor:
         state.last_exit = how
         worker = read_worker(self.layout.worker_state(state.slot.spider, state.slot.shard))
         if worker and worker.is_round_of(state.round_pid):
+            state.outcome = worker
             state.items_total += worker.items
             state.peak_pss_mb = max(state.peak_pss_mb, worker.pss_mb)
             if worker.last_error:
@@ -383,13 +394,25 @@ class Supervisor:
                     raise
 
     def _exit_code(self) -> int:
-        if not self.once or self.stopping:
+        """0, except for a ``--once`` run that was stopped, or in which any worker's round
+        failed or fetched nothing: that is 1, after one summary line per spider."""
+        if not self.once:
             return 0
-        failed = [s for s in self.slots if s.state != "done"]
-        for s in failed:
-            print(f"failed: {s.slot.spider} {s.slot.shard}: {s.last_error or s.last_exit}",
-                  file=sys.stderr)
-        return 1 if failed else 0
+        problems: dict[str, list[str]] = {}
+        for s in self.slots:
+            problem = round_failed(s.outcome) if s.state == "done" else (
+                s.last_error or s.last_exit or s.state)
+            mine = problems.setdefault(s.slot.spider, [])
+            if problem:
+                mine.append(f"shard {s.slot.shard} {problem}")
+                print(f"failed: {s.slot.spider} {s.slot.shard}: {problem}", file=sys.stderr)
+        for spider, mine in problems.items():
+            records = [s.outcome for s in self.slots if s.slot.spider == spider]
+            print(once_summary(spider, records, mine), flush=True)
+        if self.stopping:
+            print(f"{PROG}: stopped before every round ended", file=sys.stderr)
+            return 1
+        return 1 if any(problems.values()) else 0
 
     # --- status -----------------------------------------------------------------------------------
 

@@ -15,6 +15,10 @@ from runner.plan import WorkerSlot
 from scraper.extensions.shutdowngate import hold_shutdown_signals
 
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
+COMM_MAX = 15
+"""The kernel keeps 15 bytes of a process's name (``/proc/PID/comm``, what ``ps -e`` and
+``top`` show)."""
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -30,12 +34,30 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def name_process(spider: str, shard: str) -> None:
+    """``hubcollect: docs 1/4`` in ``ps``: the full title through setproctitle when installed
+    (``pip install -e '.[proctitle]'``), else ``hc docs 1/4`` as the kernel's process name."""
+    try:
+        from setproctitle import setproctitle  # optional: rewrites the command line ps shows
+    except ImportError:
+        pass
+    else:
+        setproctitle(f"hubcollect: {spider} {shard}")
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        name = f"hc {spider} {shard}".encode()[:COMM_MAX]
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: ps shows python
+
+
 def run_worker(slot: WorkerSlot, parent_pid: int, config_path: str | None, log_path: str,
                wakeup_fds: tuple[int, int]) -> None:
     """Never returns: exits with the crawl's status."""
     status = 1
     try:
         die_with_parent(parent_pid)
+        name_process(slot.spider, str(slot.shard))
         for fd in wakeup_fds:
             os.close(fd)
         signal.set_wakeup_fd(-1)

@@ -22,6 +22,11 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from scraper.settings import (
+    HEALTH_FAILED_ROUNDS,
+    HEALTH_MAX_ROUND_INTERVALS,
+    HEALTH_MAX_ROUND_SLACK,
+)
 from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 
 CONFIG_ENV = "COLLECTOR_CONFIG"
@@ -41,7 +46,7 @@ RESOURCES = ("core", "search")
 
 TOP_LEVEL_KEYS = (
     "data_dir", "github", "spiders", "round_interval", "stop_timeout", "memory_budget",
-    "logs_keep_days", "notify", "redis_url", "catalog_interval",
+    "logs_keep_days", "notify", "redis_url", "catalog_interval", "health",
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
@@ -134,9 +139,23 @@ class SearchConfig:
 @dataclass(frozen=True, slots=True)
 class DocsConfig:
     weight: int = 2
+    # Documentation of well-known Python tools: one AutoThrottled crawl per site, so that the
+    # README's ``--workers 20`` has a site for every docs worker it plans.
     start_urls: tuple[str, ...] = (
         "https://docs.scrapy.org/en/latest/",
         "https://docs.python.org/3/library/",
+        "https://docs.pytest.org/en/stable/",
+        "https://requests.readthedocs.io/en/latest/",
+        "https://flask.palletsprojects.com/en/stable/",
+        "https://docs.djangoproject.com/en/stable/",
+        "https://numpy.org/doc/stable/",
+        "https://pandas.pydata.org/docs/",
+        "https://docs.twisted.org/en/stable/",
+        "https://www.attrs.org/en/stable/",
+        "https://pip.pypa.io/en/stable/",
+        "https://packaging.python.org/en/latest/",
+        "https://docs.sqlalchemy.org/en/20/",
+        "https://lxml.de/",
     )
     max_pages_per_site: int = 2000
     refresh_after: float = 7 * 86400.0
@@ -149,6 +168,21 @@ class DocsConfig:
 @dataclass(frozen=True, slots=True)
 class NotifyConfig:
     webhook_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HealthConfig:
+    """When a spider-shard counts as unhealthy (runner/outcome.py)."""
+
+    failed_rounds: int = HEALTH_FAILED_ROUNDS
+    """Rounds in a row with no answer carrying data before it is unhealthy."""
+    max_round: float | None = None
+    """Seconds a round may run before its worker counts as hung; None: see :meth:`round_limit`."""
+
+    def round_limit(self, round_interval: float) -> float:
+        if self.max_round is not None:
+            return self.max_round
+        return HEALTH_MAX_ROUND_INTERVALS * round_interval + HEALTH_MAX_ROUND_SLACK
 
 
 SpiderConfig = TrendingConfig | SearchConfig | DocsConfig
@@ -172,6 +206,7 @@ class CollectorConfig:
     """``$COLLECTOR_REDIS_URL`` if set, else the file's ``redis_url``; None = one machine."""
     catalog_interval: float = 3600.0
     """Seconds between the runner's catalog builds; 0 = never."""
+    health: HealthConfig = field(default_factory=HealthConfig)
     source: str | None = None  # the file it came from, None for the built-in defaults
 
     def spider(self, name: str) -> SpiderConfig:
@@ -410,6 +445,12 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
     def optional(check: Handler) -> Handler:
         return lambda path, value: None if value is None else check(path, value)
 
+    def positive_duration(path: str, value: Any) -> float:
+        seconds = r.duration(path, value)
+        if seconds <= 0:
+            r.bad(path, value, "a duration above zero")
+        return seconds
+
     handlers: dict[str, Handler] = {
         "data_dir": data_dir,
         "github": lambda path, value: _github(r, path, value),
@@ -423,6 +464,9 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
         "redis_url": optional(lambda path, value: r.text(path, value, REDIS_URL_RE,
                                                          REDIS_URL_HELP)),
         "catalog_interval": r.duration,
+        "health": lambda path, value: _section(r, path, value, HealthConfig, {
+            "failed_rounds": lambda path, value: r.integer(path, value, 1),
+            "max_round": optional(positive_duration)}),
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")

@@ -12,7 +12,7 @@
     {data_dir}/state/runner.pid, status.json, runner-command.json  the runner's
     {data_dir}/state/memory.json                                measured worker PSS (memory guard)
     {data_dir}/state/disk-reserve                               ballast freed when the disk fills
-    {data_dir}/state/watchdog.lock, size_mark, size_mark.lock   the cron jobs'
+    {data_dir}/state/watchdog.lock, health.json, size_mark, size_mark.lock   the cron jobs'
     {data_dir}/state/distributed/{spider}-{i}of{N}.pending.jsonl  Redis writes kept over a restart
     {data_dir}/state/budget.sqlite                              the shared GitHub budget
     {data_dir}/state/etags.sqlite                               GitHub API pages' last ETags
@@ -122,6 +122,10 @@ class DataLayout:
     @property
     def disk_reserve(self) -> Path:
         return self.state_dir / "disk-reserve"
+
+    @property
+    def health_memory(self) -> Path:
+        return self.state_dir / "health.json"
 
     @property
     def watchdog_lock(self) -> Path:

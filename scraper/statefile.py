@@ -28,8 +28,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-STATE_VERSION = 1
-"""Bumped when a field changes meaning; readers of an older file get defaults for new fields."""
+STATE_VERSION = 2
+"""Bumped when a field changes meaning; readers of an older file get defaults for new fields.
+2: a worker's round outcome (requests, responses by class, first error, empty listings) and
+its counters kept across rounds and runner restarts (``items_total``, ``failed_rounds``)."""
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
@@ -111,6 +113,16 @@ class WorkerRecord:
     uss_mb: float = 0.0
     pss_mb: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)  # Scrapy's stats, scalars only
+    # The round's outcome: what health is judged by (runner/outcome.py).
+    requests: int = 0  # sent to the downloader, retries included
+    responses: dict[str, int] = field(default_factory=dict)  # 2xx/3xx/4xx/5xx/failed → count
+    ok: int = 0  # answers that carried data: 2xx, and 304 (unchanged since the last round)
+    first_error: str | None = None  # the first failure's cause, one readable line
+    empty_listings: int = 0  # listing pages that parsed to zero rows
+    empty_listing_url: str | None = None  # the first of them
+    # Kept across rounds and runner restarts: each round starts from the previous file's.
+    items_total: int = 0  # items stored by this spider-shard, this round included
+    failed_rounds: int = 0  # rounds in a row that sent requests and got no ok answer
     version: int = STATE_VERSION
 
     def is_round_of(self, round_pid: int | None) -> bool:
@@ -175,10 +187,20 @@ class SlotRecord:
     restarts: int = 0
     next_round_at: float | None = None  # wall clock, shown
     next_round_monotonic: float | None = None  # time.monotonic(): when it is due
-    round_started_at: float | None = None
+    round_started_at: float | None = None  # wall clock, shown
+    round_started_monotonic: float | None = None  # time.monotonic(): how long it has run
     last_exit: str | None = None
     last_error: str | None = None
     items_total: int = 0
+
+
+@dataclass
+class HealthMemory:
+    """``state/health.json``: the unhealthy spiders the watchdog has already reported, so it
+    says so once when it begins and once when it ends, never while it persists."""
+
+    reported: dict[str, str] = field(default_factory=dict)  # spider → the line's reason
+    version: int = STATE_VERSION
 
 
 @dataclass
@@ -222,6 +244,15 @@ def read_worker(path: Path) -> WorkerRecord | None:
 
 def write_worker(path: Path, record: WorkerRecord) -> None:
     write_json_atomic(path, asdict(record))
+
+
+def read_health_memory(path: Path) -> HealthMemory:
+    data = read_json(path)
+    return from_dict(HealthMemory, data) if data is not None else HealthMemory()
+
+
+def write_health_memory(path: Path, memory: HealthMemory) -> None:
+    write_json_atomic(path, asdict(memory))
 
 
 def read_launch(path: Path) -> RunnerLaunch | None:

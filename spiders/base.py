@@ -18,6 +18,7 @@ from scraper.config import CollectorConfig, SpiderConfig
 from scraper.diskspace import is_disk_full
 from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
+from scraper.outcome import failure_cause, note_error
 from scraper.sharding import UNSHARDED, Shard
 from scraper.spiderargs import SPIDER_ARGUMENTS, SpiderArgumentError
 
@@ -82,14 +83,16 @@ class CollectorSpider(scrapy.Spider):
         status goes on to Scrapy's HttpErrorMiddleware (``httperror/response_ignored_count``,
         one INFO line); a robots.txt refusal is policy, not a failure.
         """
-        if failure.check(HttpError):
-            failure.raiseException()
         exc = failure.value
-        if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
-            return
         request = getattr(failure, "request", None)
         # The URL the spider asked for, not the last hop of its redirects.
         url = (request.meta.get("redirect_urls") or [request.url])[0] if request else "?"
+        if failure.check(HttpError):
+            note_error(self.crawler.stats, f"HTTP {exc.response.status} at {url}")
+            failure.raiseException()
+        if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
+            return
+        note_error(self.crawler.stats, failure_cause(exc, url))
         kind = global_object_name(type(exc))  # as Scrapy names them: module.Class
         self.crawler.stats.inc_value(f"{self.name}/failed_requests")
         self.crawler.stats.inc_value(f"{self.name}/failed_requests/{kind}")

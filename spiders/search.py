@@ -26,6 +26,7 @@ from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
 from scraper.layout import DataLayout
+from scraper.outcome import note_empty_listing
 from scraper.searchslices import (
     RESULTS_CAP,
     Answer,
@@ -228,6 +229,7 @@ class SearchSpider(CollectorSpider):
                 raise TypeError(f"'items' is {type(results).__name__}, not a list")
         except (ValueError, KeyError, TypeError) as exc:
             self.crawler.stats.inc_value("search/bad_responses")
+            note_empty_listing(self.crawler.stats, response.url)
             self.logger.error("search %r: not a search result at %s (%s: %s)", query,
                               response.url, type(exc).__name__, exc)
             return None

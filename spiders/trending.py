@@ -11,6 +11,7 @@ import scrapy
 from scrapy.http import Response
 
 from scraper.items import CollectedItem, TrendingPageItem, TrendingRepoItem
+from scraper.outcome import note_empty_listing
 from scraper.parsers.trending import parse_trending
 from spiders.base import CollectorSpider
 
@@ -38,6 +39,7 @@ class TrendingSpider(CollectorSpider):
         rows = parse_trending(response.text, self.config.github.web_url, max_rows=cap + 1)
         if not rows:
             self.crawler.stats.inc_value("trending/empty_pages")
+            note_empty_listing(self.crawler.stats, response.url)
             self.logger.error("trending page parsed to zero rows: %s (status %d)",
                               response.url, response.status)
             return

@@ -167,7 +167,7 @@ def test_example_config_loads_and_documents_the_defaults() -> None:
     config = load_config(EXAMPLE)
     defaults = CollectorConfig()
     for name in ("github", "trending", "search", "docs", "round_interval", "stop_timeout",
-                 "memory_budget", "logs_keep_days", "notify", "redis_url"):
+                 "memory_budget", "logs_keep_days", "notify", "redis_url", "health"):
         assert getattr(config, name) == getattr(defaults, name), name
     assert config.data_dir == EXAMPLE.parent / "data"
     # Every key of the example is explained: by a comment on its line or just above it, at
@@ -176,7 +176,7 @@ def test_example_config_loads_and_documents_the_defaults() -> None:
     previous = ""
     for line in EXAMPLE.read_text().splitlines():
         stripped = line.strip().lstrip("# ")
-        if ":" in stripped and not line.strip().startswith("#"):
+        if ":" in stripped and not line.strip().startswith(("#", "- ")):  # not a list item
             key = stripped.split(":", 1)[0]
             commented = "#" in line or previous.startswith("#")
             explained[key] = explained.get(key, False) or commented

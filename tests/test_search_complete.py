@@ -250,9 +250,11 @@ def test_status_shows_slice_progress(collector: Collector, fake_github_factory: 
     result = collector.runner("--workers", "1", "--spiders", "search", "--once", timeout=90)
     assert result.returncode == 0, result.stderr[-2000:]
     status = collector.runner("status")
-    row = next(line for line in status.stdout.splitlines() if line.startswith("search-0of1"))
+    lines = status.stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("search 0/1 "))
     total = collector.stats("search")["search/slices_total"]
-    assert total >= 2 and f"slice {total}/{total}" in row, status.stdout
+    # the round's progress is on the indented line under the worker's row
+    assert total >= 2 and f"slice {total}/{total}" in lines[row + 1], status.stdout
 
 
 @pytest.mark.parametrize(("yaml_text", "message"), [

@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 import pwd
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -61,8 +63,9 @@ def cmd_install_cron(args: argparse.Namespace, config: CollectorConfig) -> int:
     user = args.user or (_current_user() if path and _is_system_crontab(path) else None)
     try:
         lines = cron_lines(args, user)
-        current = _read_file(path) if path else _read_crontab()
+        current = _read_file(path) if path else _read_crontab(args.dry_run)
         updated = replace_block(current, lines)
+        _warn_token_stays_here(config, updated)
         if args.dry_run:
             print(updated, end="")
             return 0
@@ -188,7 +191,19 @@ def _crontab(*args: str, text: str | None = None) -> subprocess.CompletedProcess
         raise CronError(f"crontab failed: {exc}") from None
 
 
-def _read_crontab() -> str:
+def _warn_token_stays_here(config: CollectorConfig, crontab: str) -> None:
+    """cron starts its jobs with a bare environment: a token in this shell never reaches a
+    runner the watchdog has to start again, which would then run anonymously."""
+    name = config.github.token_env
+    if os.environ.get(name) and not re.search(rf"^\s*{re.escape(name)}\s*=", crontab, re.M):
+        print(f"{PROG}: warning: ${name} is set in this shell but cron's jobs do not get it: a "
+              f"runner the watchdog restarts would run anonymously; add a line {name}=… at "
+              "the top of the crontab (crontab -e)", file=sys.stderr)
+
+
+def _read_crontab(dry_run: bool = False) -> str:
+    if dry_run and shutil.which("crontab") is None:
+        return ""  # no crontab to read: show what would be installed
     done = _crontab("-l")
     if done.returncode == 0:
         return done.stdout

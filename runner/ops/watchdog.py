@@ -1,8 +1,9 @@
 """``python -m runner watchdog [--min-workers N]``: silent while healthy, else restart the runner.
 
 Cron runs it every five minutes (``scripts/watchdog.sh``) and mails whatever it prints, so a
-healthy collector prints nothing. It reads the runner's pidfile (the lock is the truth about
-whether a runner is alive) and ``state/status.json``, and asks psutil about the processes.
+healthy collector prints nothing. Healthy means running *and* collecting: see "Outcome" below.
+It reads the runner's pidfile (the lock is the truth about whether a runner is alive) and
+``state/status.json``, and asks psutil about the processes.
 
 A worker slot is healthy when the status says ``running`` and its pid is a live child of the
 runner, or ``sleeping`` with its next round not overdue. The collector is down when the runner is
@@ -15,6 +16,16 @@ its output appended to ``logs/runner.log``. Exactly two lines are printed::
 
     collector down: 12/20 workers (runner pid 4242 alive); restarting
     collector restarted: 20 workers
+
+Outcome: with its processes fine, the collector is judged by what its rounds produce
+(:mod:`runner.outcome`). A spider whose shards all fetched nothing for ``health.failed_rounds``
+rounds, or whose listing pages parse to zero rows, gets one line when it begins and one when it
+ends; the spiders already reported are remembered in ``state/health.json``, so nothing is said
+while it persists. A restart cannot cure those (a DNS failure, a markup change), so none is
+made; a hung worker (a round longer than ``health.max_round``) is restarted::
+
+    collector unhealthy: docs 2/2 shards fetched nothing in 3 rounds (DNS lookup failed: …)
+    collector recovered: docs
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from collections.abc import Callable
 
 from runner.argtypes import add_min_workers
@@ -35,11 +47,21 @@ from runner.ops.restart import (
     stop_runner,
     wait_until_up,
 )
+from runner.outcome import shard_health, unhealthy_spiders
 from runner.pidfile import running_pid
 from runner.usage import PROG, TROUBLE, usage_error
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
-from scraper.statefile import RunnerLaunch, StatusFile, read_launch, read_status
+from scraper.statefile import (
+    HealthMemory,
+    RunnerLaunch,
+    StatusFile,
+    read_health_memory,
+    read_launch,
+    read_status,
+    read_worker,
+    write_health_memory,
+)
 
 
 def register(parser: argparse.ArgumentParser,
@@ -104,13 +126,45 @@ def _check(status: StatusFile | None, launch: RunnerLaunch, layout: DataLayout,
         verdict = assess(status, running_pid(layout.runner_pidfile), min_workers, Clocks.now(),
                          earlier=verdict.problems)
     if verdict.ok:
+        if verdict.kind == "healthy":
+            return _judge_outcome(status, launch, layout, config, verdict, min_workers)
         return 0
     return _restart(verdict, launch, layout, config, min_workers)
 
 
+def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
+                   config: CollectorConfig, verdict: Verdict, min_workers: int | None) -> int:
+    """Say once when a spider's unhealth begins and once when it ends; restart for a hang."""
+    mono = time.monotonic()
+    shards = [shard_health(slot, read_worker(layout.workers_state_dir / f"{slot.slug}.json"),
+                           config.health, config.round_interval, mono)
+              for slot in status.workers]
+    current = unhealthy_spiders(shards, config.health.failed_rounds)
+    memory = read_health_memory(layout.health_memory)
+    begun = [reason for spider, (_, reason) in current.items() if spider not in memory.reported]
+    ended = [spider for spider in memory.reported if spider not in current]
+    hung = [reason for kind, reason in current.values() if kind == "hung"]
+    write_health_memory(layout.health_memory, HealthMemory(
+        {spider: kind for spider, (kind, _) in current.items()}))
+    if ended:
+        _say_and_log(config, layout, logging.INFO, f"collector recovered: {', '.join(ended)}")
+    if hung and begun:
+        line = f"collector unhealthy: {'; '.join(hung)}; restarting"
+        return _restart(verdict, launch, layout, config, min_workers, line)
+    if begun:
+        _say_and_log(config, layout, logging.WARNING,
+                     f"collector unhealthy: {'; '.join(begun)}")
+    return 0
+
+
+def _say_and_log(config: CollectorConfig, layout: DataLayout, level: int, line: str) -> None:
+    say(config, line)
+    log_to_runner_log(layout, "runner.watchdog", level, line)
+
+
 def _restart(verdict: Verdict, launch: RunnerLaunch, layout: DataLayout,
-             config: CollectorConfig, min_workers: int | None) -> int:
-    line = verdict.down_line()
+             config: CollectorConfig, min_workers: int | None, line: str | None = None) -> int:
+    line = line or verdict.down_line()
     say(config, line)
     log_to_runner_log(layout, "runner.watchdog", logging.WARNING,
                       f"{line}: {' '.join(launch.command)}")

@@ -28,11 +28,17 @@ from urllib.parse import urlsplit
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    IgnoreRequest,
+    NotConfigured,
+)
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
+from twisted.internet.error import ConnectError
 
 from scraper.budget.limits import (
     RateHeaders,
@@ -62,6 +68,8 @@ TEXT_PEEK = 64 * 1024
 """Bytes of a 403/429 body read to tell a rate limit from a permission error."""
 DECODE_MAX = 1024 * 1024
 """A compressed 403/429 body that inflates past this is not a GitHub error page."""
+NEVER_SENT = (CannotResolveHostError, DownloadConnectionRefusedError, ConnectError)
+"""Failures before a connection opened: GitHub never saw the request, so it costs nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,5 +375,7 @@ class BudgetMiddleware:
     def process_exception(self, request: Request, exception: BaseException) -> None:
         ticket: Ticket | None = request.meta.pop(TICKET_META, None)
         if ticket is not None:
-            # No answer: the request may still have been counted, so it costs one.
-            self.store.complete(ticket, ticket.key, RateHeaders(), success=False)
+            # No answer. A connection that never opened (DNS, refused, connect timeout) never
+            # reached GitHub, so it costs nothing; anything later may have been counted.
+            self.store.complete(ticket, ticket.key, RateHeaders(), success=False,
+                                counted=not isinstance(exception, NEVER_SENT))

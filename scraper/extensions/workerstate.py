@@ -2,8 +2,13 @@
 
 Written every ``WORKER_STATE_INTERVAL`` seconds and at close as a
 :class:`scraper.statefile.WorkerRecord` (atomic replace: a reader never sees half a file). Holds
-Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS) and the last error
-logged, the same whether the spider runs by hand or under the runner.
+Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS), the last error
+logged and the round's outcome (:mod:`scraper.outcome`), the same whether the spider runs by hand
+or under the runner.
+
+Two counters outlive the round: ``items_total`` and ``failed_rounds`` (rounds in a row that sent
+requests and got no answer with data) start from the previous round's file, so they survive a
+runner restart and a worker killed mid-round (its last periodic write holds them).
 """
 
 from __future__ import annotations
@@ -18,7 +23,14 @@ from scrapy.crawler import Crawler
 from twisted.internet import task
 
 from scraper.layout import DataLayout
-from scraper.statefile import WorkerRecord, write_worker
+from scraper.outcome import (
+    EMPTY_LISTING_URL,
+    EMPTY_LISTINGS,
+    FIRST_ERROR,
+    ok_answers,
+    response_classes,
+)
+from scraper.statefile import WorkerRecord, read_worker, write_worker
 
 MB = 1024 * 1024
 
@@ -29,12 +41,14 @@ class LastErrorHandler(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.ERROR)
         self.last: str | None = None
+        self.first: str | None = None  # the round's first: a cause the spiders did not note
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.last = record.getMessage().splitlines()[0][:300]
         except Exception:
             self.last = record.msg if isinstance(record.msg, str) else None
+        self.first = self.first or self.last
 
 
 class WorkerState:
@@ -47,6 +61,7 @@ class WorkerState:
         self.started_at = time.time()
         self.process = psutil.Process()
         self.finished: str | None = None
+        self.earlier = WorkerRecord()  # the previous round's record: where the counters resume
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WorkerState:
@@ -58,6 +73,7 @@ class WorkerState:
     def spider_opened(self) -> None:
         logging.getLogger().addHandler(self.errors)
         self.path = self.layout.worker_state(self.crawler.spider.name, self.crawler.spider.shard)
+        self.earlier = read_worker(self.path) or WorkerRecord()
         self.write()
         self.loop.start(self.interval, now=False)
 
@@ -76,6 +92,18 @@ class WorkerState:
             uss, pss = memory.uss, getattr(memory, "pss", memory.uss)
         except psutil.Error:
             uss = pss = 0
+        requests = stats.get("downloader/request_count", 0)
+        ok = ok_answers(stats)
+        failed_rounds = self.earlier.failed_rounds
+        if ok:
+            failed_rounds = 0  # data flows again, whether or not the round has ended
+        elif self.finished is not None and requests:
+            failed_rounds += 1
+        items = stats.get("item_scraped_count", 0)
+        empty, empty_url = stats.get(EMPTY_LISTINGS, 0), stats.get(EMPTY_LISTING_URL)
+        if not empty and not items and self.finished is None:
+            # Nothing parsed yet this round: the previous round's verdict stands until it has.
+            empty, empty_url = self.earlier.empty_listings, self.earlier.empty_listing_url
         return WorkerRecord(
             spider=spider.name,
             shard=str(spider.shard),
@@ -83,7 +111,7 @@ class WorkerState:
             started_at=self.started_at,
             updated_at=time.time(),
             finished=self.finished,
-            items=stats.get("item_scraped_count", 0),
+            items=items,
             dropped=stats.get("item_dropped_count", 0),
             pages=stats.get("response_received_count", 0),
             errors=stats.get("log_count/ERROR", 0),
@@ -91,6 +119,16 @@ class WorkerState:
             uss_mb=round(uss / MB, 1),
             pss_mb=round(pss / MB, 1),
             stats={k: v for k, v in stats.items() if isinstance(v, int | float | str)},
+            requests=requests,
+            responses=response_classes(stats),
+            ok=ok,
+            # Until data flows again, the cause stays the one a previous round saw.
+            first_error=stats.get(FIRST_ERROR) or self.errors.first or (
+                None if ok else self.earlier.first_error),
+            empty_listings=empty,
+            empty_listing_url=empty_url,
+            items_total=self.earlier.items_total + items,
+            failed_rounds=failed_rounds,
         )
 
     def write(self) -> None:
