@@ -19,7 +19,12 @@ from scraper.diskspace import is_disk_full
 from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
 from scraper.sharding import UNSHARDED, Shard
-from scraper.spiderargs import SPIDER_ARGUMENTS, SpiderArgumentError
+from scraper.spiderargs import (
+    RESET_ARGUMENTS,
+    SPIDER_ARGUMENTS,
+    SpiderArgumentError,
+    parse_switch,
+)
 
 
 def collector_config(settings: BaseSettings) -> CollectorConfig:
@@ -38,6 +43,9 @@ class CollectorSpider(scrapy.Spider):
     shard: Shard = UNSHARDED
 
     def __init__(self, *args: Any, shard: str | Shard = "0/1", **kwargs: Any) -> None:
+        # Read by the dedup components (scrapy-deltafetch's convention: a spider attribute).
+        switches = {name: parse_switch(name, kwargs.pop(name))
+                    for name in RESET_ARGUMENTS if name in kwargs}
         unknown = sorted(set(kwargs) - {"name", "start_urls"})
         if unknown:
             raise SpiderArgumentError(
@@ -45,6 +53,8 @@ class CollectorSpider(scrapy.Spider):
                 + ", ".join(SPIDER_ARGUMENTS)
             )
         super().__init__(*args, **kwargs)
+        for name, value in switches.items():
+            setattr(self, name, value)
         self.shard = shard if isinstance(shard, Shard) else Shard.parse(shard)
 
     @classmethod

@@ -2,8 +2,8 @@
 
 Same semantics as :class:`~scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch` — meta
 ``deltafetch_key``/``deltafetch_enabled``, stats ``deltafetch/*``, a page recorded once its
-item is written, ``refresh_after``, and the links replay — with one store per spider for every
-machine instead of one SQLite file per spider-shard:
+item is written, ``refresh_after``, the links replay, redirects and the reset switches — with
+the spider's one store on Redis, for every machine, instead of its SQLite file:
 
 * ``{p}:{spider}:deltafetch:{key}`` holds the time the page was collected, with
   ``refresh_after`` as the key's TTL (the stored time is still compared with the configured
@@ -20,7 +20,6 @@ fetches the skipped page instead.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -34,8 +33,6 @@ from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
 from scraper.engine import engine_closing
 from scraper.spidermiddlewares.deltafetch import ShardedDeltaFetch
-
-logger = logging.getLogger(__name__)
 
 
 class RedisDeltaFetchStore:
@@ -78,19 +75,10 @@ class RedisDeltaFetch(ShardedDeltaFetch):
     def spider_opened(self, spider: Spider) -> None:
         settings = self.crawler.settings
         self.link = get_link(settings["REDIS_URL"])
-        if self.reset or getattr(spider, "deltafetch_reset", False):
-            logger.warning("DELTAFETCH_RESET ignored in the distributed mode: the store is "
-                           "shared by every machine")
-        self.refresh_after: float | None = getattr(spider, "refresh_after", None)
+        self.open_memory(spider)
         self.db = RedisDeltaFetchStore(
             self.link, Keys.from_settings(settings), spider.name,
             write_behind(self.crawler), self.refresh_after)
-
-    @classmethod
-    def from_crawler(cls, crawler: Any) -> RedisDeltaFetch:
-        middleware = super().from_crawler(crawler)
-        middleware.crawler = crawler
-        return middleware  # type: ignore[return-value]
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]
                                     ) -> AsyncIterator[Any]:
@@ -99,9 +87,9 @@ class RedisDeltaFetch(ShardedDeltaFetch):
         async for element in super().process_spider_output(response, result):
             yield element
 
-    def _seen_recently(self, request: Request) -> bool:
+    def _seen_recently(self, request: Request, remembered: bool = False) -> bool:
         try:
-            return super()._seen_recently(request)
+            return super()._seen_recently(request, remembered)
         except RedisUnavailable:
             self.stats.inc_value("deltafetch/unknown")
             return False  # fetch it again rather than skip a page that may be new

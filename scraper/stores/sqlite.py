@@ -146,13 +146,14 @@ def _switch_to_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.05 + 0.01 * attempt)
 
 
-def move_aside(path: Path) -> Path:
-    """Rename ``path`` (and its ``-wal``/``-shm`` files) out of the way; returns the new path."""
+def move_aside(path: Path, why: str = "unreadable") -> Path:
+    """Rename ``path`` (and its ``-wal``/``-shm`` files) to ``<name>.<why>-<stamp>``, out of the
+    way; returns the new path."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    aside = path.with_name(f"{path.name}.unreadable-{stamp}")
+    aside = path.with_name(f"{path.name}.{why}-{stamp}")
     n = 1
     while aside.exists():
-        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{n}")
+        aside = path.with_name(f"{path.name}.{why}-{stamp}-{n}")
         n += 1
     for source in _files(path):
         if os.path.lexists(source):  # a dangling symlink is moved too, never followed
@@ -171,10 +172,20 @@ class SqliteMapping:
     KIND = "mapping"
     VERSION = 1
     SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key BLOB PRIMARY KEY, value TEXT NOT NULL);"
+    TABLES: tuple[str, ...] = ("entries",)
+    """What :meth:`absorb` copies from an older store of the same kind."""
 
     def __init__(self, path: Path, kind: str = KIND) -> None:
         self.path = path
+        self.kind = kind
         self._conn = open_store(path, kind, self.VERSION, self.SCHEMA)
+
+    def absorb(self, sources: list[Path]) -> int:
+        """Merge older stores of this kind into this one and move them aside (see
+        :mod:`scraper.stores.merge`); returns how many were merged."""
+        from scraper.stores.merge import merge_stores
+
+        return merge_stores(self._conn, sources, self.kind, self.TABLES)
 
     def __contains__(self, key: bytes) -> bool:
         row = self._conn.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
