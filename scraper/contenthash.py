@@ -11,11 +11,13 @@ One rule for both modes; only the store differs (SQLite on one machine, Redis ac
 A kill between writing an item and confirming its hash may duplicate a line, never lose one.
 The store is per spider, shared by all its shards (and, on Redis, by every machine), so a new
 shard plan never makes collected content new again. ``CONTENTHASH_RESET`` (or ``-a
-contenthash_reset=1``) ignores the hashes written before this run; it still stores new ones.
+contenthash_reset=1``) ignores the hashes written before this run (a hash's value is its item's
+``collected_at``); it still stores new ones, and dedups within the run.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -52,12 +54,13 @@ class SqliteContentHashStore(SqliteMapping):
     README's "Dedup" gives.
     """
 
-    def __init__(self, path: Path, *, ignore_written: bool = False) -> None:
+    def __init__(self, path: Path, *, ignore_before: str = "") -> None:
         super().__init__(path, kind=STORE_KIND)
-        self.ignore_written = ignore_written
+        self.ignore_before = ignore_before
 
     def claim(self, digest: str) -> bool:
-        return self.ignore_written or bytes.fromhex(digest) not in self
+        written = self.get(bytes.fromhex(digest))
+        return written is None or written < self.ignore_before
 
     def confirm(self, digest: str, collected_at: str) -> None:
         self[bytes.fromhex(digest)] = collected_at
@@ -91,12 +94,14 @@ class ContentHashDedup:
     def from_crawler(cls, crawler: Crawler) -> ContentHashDedup:
         return cls(crawler)
 
-    def open_store(self, spider: Spider, ignore_written: bool) -> ContentHashStore:
+    def open_store(self, spider: Spider, ignore_before: str) -> ContentHashStore:
+        """The spider's store; hashes written before ``ignore_before`` (``collected_at``
+        format; "" = none) count as not written."""
         raise NotImplementedError
 
     def open_spider(self) -> None:
-        self.store = self.open_store(self.crawler.spider,
-                                     reset_requested(self.crawler, STORE_KIND))
+        reset = reset_requested(self.crawler, STORE_KIND)
+        self.store = self.open_store(self.crawler.spider, run_started() if reset else "")
 
     def close_spider(self) -> None:
         for digest in list(self.in_flight):  # claimed, never written: free them at once
@@ -139,9 +144,14 @@ class ContentHashDedup:
             self.store.release(digest)
 
 
+def run_started() -> str:
+    """Now, as items stamp ``collected_at``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def open_sqlite_store(layout: DataLayout, spider: str,
-                      ignore_written: bool) -> SqliteContentHashStore:
+                      ignore_before: str) -> SqliteContentHashStore:
     """The spider's shared store, with the per-shard stores of earlier versions merged in."""
-    store = SqliteContentHashStore(layout.contenthash_db(spider), ignore_written=ignore_written)
+    store = SqliteContentHashStore(layout.contenthash_db(spider), ignore_before=ignore_before)
     store.absorb(layout.shard_contenthash_dbs(spider))
     return store

@@ -95,9 +95,10 @@ class CollectorSpider(scrapy.Spider):
         if failure.check(HttpError):
             failure.raiseException()
         exc = failure.value
-        if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
-            return
         request = getattr(failure, "request", None)
+        if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
+            self.not_fetched(request)
+            return
         # The URL the spider asked for, not the last hop of its redirects.
         url = (request.meta.get("redirect_urls") or [request.url])[0] if request else "?"
         kind = global_object_name(type(exc))  # as Scrapy names them: module.Class
@@ -109,6 +110,9 @@ class CollectorSpider(scrapy.Spider):
             return  # a store's full disk (the GitHub budget's): reported once, round closing
         reason = next(iter(str(exc).splitlines()), "") or "no detail (see the warning above)"
         self.logger.error("cannot fetch %s: %s: %s", url, kind, reason[:300])
+
+    def not_fetched(self, request: Any) -> None:
+        """A request refused before it was sent (robots.txt): nothing was fetched."""
 
     def stamp(self, item: CollectedItem) -> CollectedItem:
         item["spider"] = self.name

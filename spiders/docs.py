@@ -13,7 +13,6 @@ from scraper.items import DocPageItem
 from scraper.parsers.docs import extract_page, follow_links, site_prefix
 from spiders.base import CollectorSpider
 
-
 MAX_LINKS_PER_PAGE = 5000
 """Links followed from one page: a generated index of 500,000 links must not cost a worker its
 memory (a real docs index page has a few thousand)."""
@@ -40,6 +39,14 @@ class DocsSpider(CollectorSpider):
         """Read by the site cap middleware (scraper/spidermiddlewares/sitecap.py), which counts
         the round's pages in ``site_urls``."""
         return self.config.docs.max_pages_per_site
+
+    def not_fetched(self, request: Any) -> None:
+        # A page robots.txt refuses uses none of the site's pages this round: without this a
+        # private link on every page would cost a page of the cap in every round.
+        site = request.meta.get("site") if request is not None else None
+        if site in self.site_urls:
+            self.site_urls[site].discard(request.url)
+            self.crawler.stats.inc_value("sitecap/refunded")
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         # Per site: the URLs this round has asked for (the site cap's count).

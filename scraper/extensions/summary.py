@@ -2,7 +2,7 @@
 
 ::
 
-    docs 0/4: 12 pages, 3 new items, 169 skipped as collected, 2 duplicates dropped (data/items/docs/docs-0of4-….jsonl)
+    docs 0/4: 12 pages, 3 new items, 169 skipped as collected, 2 duplicates dropped (data/it…)
 
 A Scrapy user who runs a shard that has collected before sees at once why nothing is new (and
 that ``-a deltafetch_reset=1`` exists); the runner's workers send stderr to their log, so the
@@ -45,7 +45,8 @@ def summary_line(crawler: Crawler, reason: str) -> str:
     written = count("itemstore/file")
     where = _short(written) if written else "nothing new written"
     ended = "" if reason == "finished" else f", ended: {reason}"
-    return (f"{label}: {n('response_received_count')} pages, {n('item_scraped_count')} new "
+    pages = n("response_received_count") - n("robotstxt/response_count")
+    return (f"{label}: {pages} pages, {n('item_scraped_count')} new "
             f"items, {n('deltafetch/skipped')} skipped as collected, "
             f"{n('contenthash/dropped')} duplicates dropped{ended} ({where})")
 
