@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.support import Collector
+from tests.test_faults_stores import rows
 
 SUMMARY = re.compile(r"^docs (\d+/\d+): (\d+) pages, (\d+) new items, (\d+) skipped as "
                      r"collected, (\d+) duplicates dropped \((.+)\)$", re.MULTILINE)
@@ -32,14 +32,6 @@ def counts(docs) -> Counter[str]:
 def fetched_since(docs, before: Counter[str]) -> Counter[str]:
     now = counts(docs)
     return Counter({p: n - before[p] for p, n in now.items() if n > before[p] and PAGE.match(p)})
-
-
-def rows(path: Path, table: str = "entries") -> int:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-    finally:
-        conn.close()
 
 
 def merged(path: Path) -> list[Path]:
