@@ -51,19 +51,29 @@ class RedisDeltaFetchStore:
         return self.get(key) is not None
 
     def __setitem__(self, key: bytes, value: str | bytes) -> None:
+        self.writes.submit(self._record_command(key, value))
+
+    def _record_command(self, key: bytes, value: str | bytes) -> list[str]:
         text = value.decode() if isinstance(value, bytes) else value
         command = ["SET", self.keys.deltafetch(self.spider, key), text]
-        self.writes.submit(command + (["EX", str(self.ttl)] if self.ttl else []))
+        return command + (["EX", str(self.ttl)] if self.ttl else [])
 
     def links(self, key: bytes) -> list[str]:
         raw = self.link.client.get(self.keys.links(self.spider, key))
         return json.loads(raw) if raw else []
 
     def set_links(self, key: bytes, urls: list[str]) -> None:
+        self.writes.submit(self._links_command(key, urls))
+
+    def _links_command(self, key: bytes, urls: list[str]) -> list[str]:
         command = ["SET", self.keys.links(self.spider, key), json.dumps(urls)]
         if self.ttl:
             command += ["EX", str(self.ttl + defaults.LINKS_TTL_MARGIN)]
-        self.writes.submit(command)
+        return command
+
+    def record(self, key: bytes, value: str, links: list[str]) -> None:
+        """Links and record in one transaction."""
+        self.writes.submit(self._links_command(key, links), self._record_command(key, value))
 
     def close(self) -> None:
         """Nothing of its own: writes go through the worker's write-behind."""
