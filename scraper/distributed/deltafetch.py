@@ -97,9 +97,9 @@ class RedisDeltaFetch(ShardedDeltaFetch):
         async for element in super().process_spider_output(response, result):
             yield element
 
-    def _seen_recently(self, request: Request, remembered: bool = False) -> bool:
+    def _seen_recently(self, request: Request) -> bool:
         try:
-            return super()._seen_recently(request, remembered)
+            return super()._seen_recently(request)
         except RedisUnavailable:
             self.stats.inc_value("deltafetch/unknown")
             return False  # fetch it again rather than skip a page that may be new
