@@ -25,8 +25,9 @@ import scrapy
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
+from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
-from scraper.items import content_hash
+from scraper.items import content_hash, is_deduplicated
 from scraper.layout import DataLayout
 from scraper.stores.sqlite import SqliteMapping
 
@@ -101,16 +102,20 @@ class ContentHashDedup:
 
     def open_spider(self) -> None:
         reset = reset_requested(self.crawler, STORE_KIND)
-        self.store = self.open_store(self.crawler.spider, run_started() if reset else "")
+        with round_closed_when_full():
+            self.store = self.open_store(self.crawler.spider, run_started() if reset else "")
 
     def close_spider(self) -> None:
         for digest in list(self.in_flight):  # claimed, never written: free them at once
             self.store.release(digest)
         self.in_flight.clear()
-        self.store.close()
+        if hasattr(self, "store"):  # not when the disk was too full to open it
+            self.store.close()
 
     def process_item(self, item: scrapy.Item) -> scrapy.Item:
         digest = self.stamp(item)
+        if not is_deduplicated(item):
+            return item  # an observation (a page snapshot): recorded every time it is seen
         if digest in self.in_flight or not self.store.claim(digest):
             self.duplicate(digest)
         self.in_flight.add(digest)
@@ -129,8 +134,9 @@ class ContentHashDedup:
         digest = item.get("content_hash")
         if digest in self.in_flight:
             self.in_flight.discard(digest)
-            self.store.confirm(digest, item.get("collected_at") or "")
-            self.stats.inc_value("contenthash/stored")
+            with skipped_when_full():
+                self.store.confirm(digest, item.get("collected_at") or "")
+                self.stats.inc_value("contenthash/stored")
 
     def item_failed(self, item: Any, exception: BaseException | None = None,
                     **kwargs: Any) -> None:

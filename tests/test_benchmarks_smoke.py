@@ -92,3 +92,17 @@ def test_stores_tiny_measures_both_layouts(tmp_path: Path) -> None:
         ("private", 0.0), ("shared", 0.0), ("private", 0.5), ("shared", 0.5)]
     assert all(r["items"] == 60 and r["cpu_s"] > 0 for r in runs)
     assert "share_of_page_cpu" in runs[1] and "× private" in result.stdout
+
+
+@pytest.mark.timeout(120)
+def test_catalog_tiny_measures_build_and_incremental_round(tmp_path: Path) -> None:
+    out = tmp_path / "catalog.json"
+    result = bench("benchmarks.catalog", "--items", "3000", "--per-file", "500", "--out",
+                   str(out))
+    data = json.loads(out.read_text())
+    assert data["items"] == 3000 and data["files"] >= 3000 // 500
+    for phase in ("baseline_parse_only", "build", "noop_rerun", "incremental"):
+        assert data[phase]["wall_s"] > 0 and data[phase]["peak_rss_mb"] > 0, phase
+    assert "catalog: 0 new files" in data["noop_rerun"]["stdout"]
+    assert data["tables"]["trending_observations"] > 0
+    assert "items/s" in result.stdout

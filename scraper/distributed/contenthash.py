@@ -29,6 +29,7 @@ from scraper.distributed.keys import Keys
 from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
 from scraper.engine import engine_closing
+from scraper.items import is_deduplicated
 
 # Idempotent for its owner: a claim whose answer was lost (a timeout) is asked again, and
 # must not then find its own claim and drop the item as a duplicate. A hash written before
@@ -94,6 +95,8 @@ class RedisContentHashPipeline(ContentHashDedup):
 
     async def process_item(self, item: scrapy.Item) -> scrapy.Item:  # type: ignore[override]
         digest = self.stamp(item)
+        if not is_deduplicated(item):
+            return item  # an observation (a page snapshot): recorded every time it is seen
         if digest in self.in_flight or not await self._claim(digest):
             self.duplicate(digest)
         self.in_flight.add(digest)

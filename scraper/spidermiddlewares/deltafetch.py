@@ -44,6 +44,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy_deltafetch.middleware import DeltaFetch
 
+from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
 from scraper.layout import DataLayout
 from scraper.stores.sqlite import SqliteMapping
@@ -97,9 +98,10 @@ class ShardedDeltaFetch(DeltaFetch):
 
     def spider_opened(self, spider: Spider) -> None:
         layout = DataLayout.from_settings(self.crawler.settings)
-        self.db = DeltaFetchStore(layout.deltafetch_db(spider.name), kind=STORE_KIND)
-        self.db.absorb(layout.shard_deltafetch_dbs(spider.name))
         self.open_memory(spider)
+        with round_closed_when_full():
+            self.db = DeltaFetchStore(layout.deltafetch_db(spider.name), kind=STORE_KIND)
+            self.db.absorb(layout.shard_deltafetch_dbs(spider.name))
 
     def open_memory(self, spider: Spider) -> None:
         """What both stores share: ``refresh_after`` and the reset switches."""
@@ -111,7 +113,8 @@ class ShardedDeltaFetch(DeltaFetch):
                            "run (the %s memory itself is kept and updated)", spider.name)
 
     def spider_closed(self, spider: Spider) -> None:
-        self.db.close()
+        if hasattr(self, "db"):  # not when the disk was too full to open it
+            self.db.close()
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
@@ -136,10 +139,11 @@ class ShardedDeltaFetch(DeltaFetch):
                     self._pending[id(element)] = page
                 yield element
             # A recorded page always has its links stored: links first, or both at once.
-            if page in self._awaiting:
-                self._record(page, followed)
-            else:
-                self.db.set_links(page, followed)
+            with skipped_when_full():
+                if page in self._awaiting:
+                    self._record(page, followed)
+                else:
+                    self.db.set_links(page, followed)
         finally:
             self._open_pages.discard(page)
             self._awaiting.discard(page)
@@ -176,7 +180,9 @@ class ShardedDeltaFetch(DeltaFetch):
         machine: the distributed dupefilter is shared) is recorded at once, its one link the
         target: a later round skips it and reaches the target through the replay — skipped too
         if collected, fetched if not — so nothing is stranded even if the target never is."""
-        self._record_redirects(request.url, self._redirect_keys(request), str(time.time()))
+        with skipped_when_full():
+            self._record_redirects(request.url, self._redirect_keys(request),
+                                   str(time.time()))
 
     def _seen_recently(self, request: Request) -> bool:
         """Collected within ``refresh_after``; under a reset, only if collected in this run."""
@@ -191,13 +197,14 @@ class ShardedDeltaFetch(DeltaFetch):
 
     def _record(self, page: bytes, links: list[str] | None = None) -> None:
         now = str(time.time())
-        if links is None:
-            self.db[page] = now
-        else:
-            self.db.record(page, now, links)
-        self.stats.inc_value("deltafetch/stored")
-        if page in self._redirects:
-            self._record_redirects(*self._redirects.pop(page), now)
+        with skipped_when_full():
+            if links is None:
+                self.db[page] = now
+            else:
+                self.db.record(page, now, links)
+            self.stats.inc_value("deltafetch/stored")
+            if page in self._redirects:
+                self._record_redirects(*self._redirects.pop(page), now)
 
     def _record_redirects(self, target: str, keys: list[bytes], now: str) -> None:
         """URLs that redirected to ``target``: collected with it, and linking to it."""

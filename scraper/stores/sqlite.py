@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+from scraper.diskspace import is_disk_full, report_disk_full
 from scraper.statefile import create_private
 
 logger = logging.getLogger(__name__)
@@ -36,6 +39,12 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
     ``kind`` and ``version`` are recorded in the file (``application_id`` is not portable
     across tools, so a small ``meta`` table holds them); ``schema`` is idempotent DDL.
     """
+    links = [(link.name, os.readlink(link)) for link in _files(path) if link.is_symlink()]
+    if links:
+        # SQLite would write through the link (and put its -wal beside the target): never.
+        aside = move_aside(path)
+        logger.error("store %s: %s is a symbolic link (to %s), which is never followed; moved "
+                     "aside to %s, starting a new one", path, *links[0], aside.name)
     try:
         return _connect(path, kind, version, schema)
     except sqlite3.OperationalError:
@@ -47,11 +56,33 @@ def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Conn
         return _connect(path, kind, version, schema)
 
 
+class StoreConnection(sqlite3.Connection):
+    """A connection that reports a full disk (SQLITE_FULL: the file or its -wal could not grow)
+    the moment any store meets it, so the round ends the way a full item disk ends it."""
+
+    path: Path
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return self._reporting(super().execute, sql, parameters)
+
+    def executescript(self, script: str, /) -> sqlite3.Cursor:
+        return self._reporting(super().executescript, script)
+
+    def _reporting(self, method: Callable[..., sqlite3.Cursor], *args: Any) -> sqlite3.Cursor:
+        try:
+            return method(*args)
+        except sqlite3.OperationalError as exc:
+            if is_disk_full(exc):
+                report_disk_full(f"cannot write the store {self.path}", exc)
+            raise
+
+
 def _connect(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connection:
     if str(path) != ":memory:":
         create_private(path)  # SQLite gives its -wal and -shm files the database's mode
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-                           check_same_thread=False)
+                           check_same_thread=False, factory=StoreConnection)
+    conn.path = path
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # Only read until the file is known to be ours: a file that is not is moved aside exactly
@@ -125,11 +156,15 @@ def move_aside(path: Path, why: str = "unreadable") -> Path:
     while aside.exists():
         aside = path.with_name(f"{path.name}.{why}-{stamp}-{n}")
         n += 1
-    for suffix in ("", "-wal", "-shm"):
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            source.rename(f"{aside}{suffix}")
+    for source in _files(path):
+        if os.path.lexists(source):  # a dangling symlink is moved too, never followed
+            source.rename(f"{aside}{source.name.removeprefix(path.name)}")
     return aside
+
+
+def _files(path: Path) -> list[Path]:
+    """The store and the WAL files SQLite keeps beside it."""
+    return [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")]
 
 
 class SqliteMapping:
