@@ -97,6 +97,7 @@ class JsonLinesItemStore:
             final = self.part_path.with_name(self.part_path.name[: -len(PART_SUFFIX)])
             os.replace(self.part_path, final)
             logger.info("wrote %d items to %s", self.count, final)
+            self.crawler.stats.set_value("itemstore/file", str(final))
         else:
             self.part_path.unlink()
         self.file = None

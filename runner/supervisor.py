@@ -75,7 +75,8 @@ PRELOAD_MODULES = (
     "pipelines.contenthash", "pipelines.itemstore", "scraper.spidermiddlewares.deltafetch",
     "scraper.downloadermiddlewares.githubauth", "scraper.extensions.workerstate",
     "scraper.extensions.logrotate", "scraper.commands.crawl", "scraper.budget.store",
-    "scraper.downloadermiddlewares.budget",
+    "scraper.downloadermiddlewares.budget", "scraper.spidermiddlewares.sitecap",
+    "scraper.extensions.summary", "scraper.stores.merge",
 )
 
 

@@ -5,8 +5,8 @@
     {data_dir}/items/{spider}/{spider}-{i}of{N}-{stamp}.jsonl   the product (never pruned)
     {data_dir}/logs/{spider}-{i}of{N}.log                       one log per spider-shard, rotated
     {data_dir}/logs/runner.log                                  the runner's own log
-    {data_dir}/state/deltafetch/{spider}-{i}of{N}/deltafetch.sqlite
-    {data_dir}/state/contenthash/{spider}-{i}of{N}.sqlite
+    {data_dir}/state/deltafetch/{spider}.sqlite                 URL-level dedup, all shards
+    {data_dir}/state/contenthash/{spider}.sqlite                content-level dedup, likewise
     {data_dir}/state/locks/{spider}-{i}of{N}.lock               one process per spider-shard
     {data_dir}/state/workers/{spider}-{i}of{N}.json             a worker's live stats
     {data_dir}/state/runner.pid, status.json, runner-command.json  the runner's
@@ -26,6 +26,7 @@ Everything under ``state/`` is created private to the user (see :mod:`scraper.st
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,8 @@ from scrapy.settings import BaseSettings
 
 from scraper.sharding import Shard
 
-DELTAFETCH_DB_NAME = "deltafetch.sqlite"
+SHARD_DELTAFETCH_DB_NAME = "deltafetch.sqlite"
+"""Earlier versions kept one store per spider-shard: ``deltafetch/{spider}-{i}of{N}/`` + this."""
 
 
 def worker_slug(spider: str, shard: Shard) -> str:
@@ -75,15 +77,31 @@ class DataLayout:
     def runner_log(self) -> Path:
         return self.logs_dir / "runner.log"
 
-    def deltafetch_db(self, spider: str, shard: Shard) -> Path:
-        return self.deltafetch_dir / worker_slug(spider, shard) / DELTAFETCH_DB_NAME
+    def deltafetch_db(self, spider: str) -> Path:
+        """One store per spider, shared by all its shards: the shard plan decides who fetches
+        what, never what counts as collected."""
+        return self.deltafetch_dir / f"{spider}.sqlite"
 
     @property
     def deltafetch_dir(self) -> Path:
         return self.state_dir / "deltafetch"
 
-    def contenthash_db(self, spider: str, shard: Shard) -> Path:
-        return self.state_dir / "contenthash" / f"{worker_slug(spider, shard)}.sqlite"
+    def contenthash_db(self, spider: str) -> Path:
+        return self.contenthash_dir / f"{spider}.sqlite"
+
+    @property
+    def contenthash_dir(self) -> Path:
+        return self.state_dir / "contenthash"
+
+    def shard_deltafetch_dbs(self, spider: str) -> list[Path]:
+        """Per-shard stores earlier versions left, to be merged into :meth:`deltafetch_db`."""
+        return sorted(path / SHARD_DELTAFETCH_DB_NAME
+                      for path in _shard_named(self.deltafetch_dir, spider, "")
+                      if (path / SHARD_DELTAFETCH_DB_NAME).is_file())
+
+    def shard_contenthash_dbs(self, spider: str) -> list[Path]:
+        """Per-shard stores earlier versions left, to be merged into :meth:`contenthash_db`."""
+        return sorted(_shard_named(self.contenthash_dir, spider, ".sqlite"))
 
     def worker_lock(self, spider: str, shard: Shard) -> Path:
         return self.state_dir / "locks" / f"{worker_slug(spider, shard)}.lock"
@@ -165,3 +183,11 @@ class DataLayout:
     @property
     def feeds_dir(self) -> Path:
         return self.root / "feeds"
+
+def _shard_named(directory: Path, spider: str, suffix: str) -> list[Path]:
+    """Entries of ``directory`` named exactly ``{spider}-{i}of{N}{suffix}``."""
+    pattern = re.compile(rf"{re.escape(spider)}-\d+of\d+{re.escape(suffix)}")
+    try:
+        return [path for path in directory.iterdir() if pattern.fullmatch(path.name)]
+    except FileNotFoundError:
+        return []

@@ -46,6 +46,7 @@ EXTENSIONS = {
     "scraper.extensions.workerstate.WorkerState": 0,
     "scraper.extensions.shutdowngate.ShutdownGate": 0,
     "scraper.diskspace.DiskFullGuard": 0,
+    "scraper.extensions.summary.RoundSummary": 0,
 }
 # Health (config ``health:``, runner/outcome.py): a spider-shard is unhealthy after this many
 # rounds in a row without an answer carrying data, or when a round runs longer than
@@ -63,10 +64,20 @@ LOG_MAX_BYTES = 10 * 1024 * 1024
 LOG_BACKUP_COUNT = 3
 LOG_ROTATE_INTERVAL = 10.0  # seconds between size checks while crawling
 
-# --- dedup, URL level: scrapy-deltafetch, one store per spider-shard -----------------------------
+# --- dedup: one store per spider, shared by all its shards (scraper/layout.py) ------------------
+# URL level: scrapy-deltafetch, in scraper/spidermiddlewares/deltafetch.py.
 DELTAFETCH_ENABLED = True
+DELTAFETCH_RESET = False
+"""True (``-s DELTAFETCH_RESET=1``, or ``-a deltafetch_reset=1``): this run fetches pages
+collected before again; the store is kept and updated."""
+CONTENTHASH_RESET = False
+"""True (``-s CONTENTHASH_RESET=1``, or ``-a contenthash_reset=1``): this run writes items whose
+content was collected before again; the store is kept and updated."""
 SPIDER_MIDDLEWARES = {
     "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch": 100,
+    # Closer to the engine than deltafetch: only pages about to be fetched count against a
+    # site's cap; what the cap holds back stays in the links of the page that found it.
+    "scraper.spidermiddlewares.sitecap.SitePageCap": 90,
 }
 
 # --- GitHub: the token only ever goes to the API host --------------------------------------------

@@ -20,7 +20,12 @@ from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
 from scraper.outcome import failure_cause, note_error
 from scraper.sharding import UNSHARDED, Shard
-from scraper.spiderargs import SPIDER_ARGUMENTS, SpiderArgumentError
+from scraper.spiderargs import (
+    RESET_ARGUMENTS,
+    SPIDER_ARGUMENTS,
+    SpiderArgumentError,
+    parse_switch,
+)
 
 
 def collector_config(settings: BaseSettings) -> CollectorConfig:
@@ -39,6 +44,9 @@ class CollectorSpider(scrapy.Spider):
     shard: Shard = UNSHARDED
 
     def __init__(self, *args: Any, shard: str | Shard = "0/1", **kwargs: Any) -> None:
+        # Read by the dedup components (scrapy-deltafetch's convention: a spider attribute).
+        switches = {name: parse_switch(name, kwargs.pop(name))
+                    for name in RESET_ARGUMENTS if name in kwargs}
         unknown = sorted(set(kwargs) - {"name", "start_urls"})
         if unknown:
             raise SpiderArgumentError(
@@ -46,6 +54,8 @@ class CollectorSpider(scrapy.Spider):
                 + ", ".join(SPIDER_ARGUMENTS)
             )
         super().__init__(*args, **kwargs)
+        for name, value in switches.items():
+            setattr(self, name, value)
         self.shard = shard if isinstance(shard, Shard) else Shard.parse(shard)
 
     @classmethod
@@ -85,6 +95,9 @@ class CollectorSpider(scrapy.Spider):
         """
         exc = failure.value
         request = getattr(failure, "request", None)
+        if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
+            self.not_fetched(request)
+            return
         # The URL the spider asked for, not the last hop of its redirects.
         url = (request.meta.get("redirect_urls") or [request.url])[0] if request else "?"
         if failure.check(HttpError):
@@ -102,6 +115,9 @@ class CollectorSpider(scrapy.Spider):
             return  # a store's full disk (the GitHub budget's): reported once, round closing
         reason = next(iter(str(exc).splitlines()), "") or "no detail (see the warning above)"
         self.logger.error("cannot fetch %s: %s: %s", url, kind, reason[:300])
+
+    def not_fetched(self, request: Any) -> None:
+        """A request refused before it was sent (robots.txt): nothing was fetched."""
 
     def stamp(self, item: CollectedItem) -> CollectedItem:
         item["spider"] = self.name

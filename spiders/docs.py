@@ -13,6 +13,10 @@ from scraper.items import DocPageItem
 from scraper.parsers.docs import extract_page, follow_links, site_prefix
 from spiders.base import CollectorSpider
 
+MAX_LINKS_PER_PAGE = 5000
+"""Links followed from one page: a generated index of 500,000 links must not cost a worker its
+memory (a real docs index page has a few thousand)."""
+
 
 class DocsSpider(CollectorSpider):
     name = "docs"
@@ -30,8 +34,22 @@ class DocsSpider(CollectorSpider):
         """Read by the deltafetch middleware: a stored page is fetched again after this long."""
         return self.config.docs.refresh_after
 
+    @property
+    def max_pages_per_site(self) -> int:
+        """Read by the site cap middleware (scraper/spidermiddlewares/sitecap.py), which counts
+        the round's pages in ``site_urls``."""
+        return self.config.docs.max_pages_per_site
+
+    def not_fetched(self, request: Any) -> None:
+        # A page robots.txt refuses uses none of the site's pages this round: without this a
+        # private link on every page would cost a page of the cap in every round.
+        site = request.meta.get("site") if request is not None else None
+        if site in self.site_urls:
+            self.site_urls[site].discard(request.url)
+            self.crawler.stats.inc_value("sitecap/refunded")
+
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        # Per site: the URLs this round has asked for, capped at max_pages_per_site.
+        # Per site: the URLs this round has asked for (the site cap's count).
         self.site_urls: dict[str, set[str]] = {}
         for start_url in self.my_entries():
             prefix = site_prefix(start_url)
@@ -69,16 +87,16 @@ class DocsSpider(CollectorSpider):
                                  meta={"site": prefix})
 
     def new_links(self, selector: Selector, page_url: str, prefix: str) -> list[str]:
-        """The page's links this round has not asked for yet, up to the site's page cap: reading
-        stops there, so a page of 500,000 links costs no more than one of ``cap``."""
+        """The page's links this round has not asked for yet, each once — also those past the
+        site's cap: deltafetch stores them with this page, and what the cap
+        (scraper/spidermiddlewares/sitecap.py) holds back this round is where a later round
+        goes on. Reading stops at MAX_LINKS_PER_PAGE, so a page of 500,000 links costs no more
+        than one of that many."""
         asked = self.site_urls[prefix]
-        new: list[str] = []
+        new: dict[str, None] = {}
         for url in follow_links(selector, page_url, prefix):
-            if url in asked:
-                continue
-            if len(asked) >= self.config.docs.max_pages_per_site:
-                self.crawler.stats.inc_value("docs/site_page_cap_reached")
+            if len(new) >= MAX_LINKS_PER_PAGE:
                 break
-            asked.add(url)
-            new.append(url)
-        return new
+            if url not in new and url not in asked:
+                new[url] = None
+        return list(new)

@@ -82,6 +82,18 @@ def test_memory_tiny_measures_runner_cold_and_rounds(tmp_path: Path) -> None:
     assert "tree PSS" in result.stdout
 
 
+@pytest.mark.timeout(60)
+def test_stores_tiny_measures_both_layouts(tmp_path: Path) -> None:
+    out = tmp_path / "stores.json"
+    result = bench("benchmarks.stores", "--workers", "3", "--items", "20", "--repeat", "1",
+                   "--work-ms", "0", "0.5", "--out", str(out))
+    runs = json.loads(out.read_text())["runs"]
+    assert [(r["layout"], r["work_ms"]) for r in runs] == [
+        ("private", 0.0), ("shared", 0.0), ("private", 0.5), ("shared", 0.5)]
+    assert all(r["items"] == 60 and r["cpu_s"] > 0 for r in runs)
+    assert "share_of_page_cpu" in runs[1] and "× private" in result.stdout
+
+
 @pytest.mark.timeout(120)
 def test_catalog_tiny_measures_build_and_incremental_round(tmp_path: Path) -> None:
     out = tmp_path / "catalog.json"

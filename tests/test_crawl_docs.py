@@ -136,7 +136,7 @@ def test_max_pages_per_site_caps_each_site(collector: Collector, fake_docs_facto
         pages = {p for p in counts if p.startswith(f"/site{site}/")}
         assert 1 < len(pages) <= 4, pages
         assert sum(1 for i in collector.items("docs") if f"/site{site}/" in i["url"]) <= 4
-    assert stats["docs/site_page_cap_reached"] >= 2
+    assert stats["sitecap/held_back"] >= 2
 
 
 @pytest.mark.timeout(120)

@@ -665,3 +665,65 @@ def test_one_machine_mode_without_a_redis_url(collector: Collector) -> None:
     collector.configure()
     result = collector.runner("status")
     assert result.returncode == 3 and "cluster" not in result.stdout  # no runner: exit 3
+
+
+# --- one dataset whatever the shard plan (issue 15), on Redis ---------------------------------
+
+
+@pytest.mark.timeout(240)
+def test_a_new_plan_and_a_redirect_fetch_nothing_collected_again(
+        collector: Collector, redis_url: str, fake_docs_factory: Any) -> None:
+    from tests.test_shared_stores import counts, fetched_since, summary
+
+    docs = fake_docs_factory(sites=4, pages=8, redirect=True)
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(4)])
+    env = collector.env(COLLECTOR_REDIS_URL=redis_url)
+    first = collector.runner("--workers", "3", "--spiders", "docs", "--once", env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    collected = collector.items("docs")
+    assert len(collected) == 4 * 9  # per site: 8 pages (page0 = the root) + flaky
+    after_first = counts(docs)
+    assert all(after_first[f"/site{k}/moved.html"] == 1 for k in range(4))
+
+    time.sleep(1.5)  # the cluster's round_interval: the next run is a new round
+    second = collector.runner("--workers", "2", "--spiders", "docs", "--once", env=env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert len(collector.items("docs")) == len(collected)
+    assert fetched_since(docs, after_first) == collections.Counter(
+        {f"/site{k}/": 1 for k in range(4)})
+
+    time.sleep(1.5)
+    after_second = counts(docs)
+    third = collector.crawl("docs", "1/5", env=env)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert len(collector.items("docs")) == len(collected)
+    # One queue for the cluster: the hand-run worker read every site's start page.
+    assert fetched_since(docs, after_second) == collections.Counter(
+        {f"/site{k}/": 1 for k in range(4)})
+    assert summary(third.stderr)[:3] == ("1/5", "4", "0")
+
+
+@pytest.mark.timeout(240)
+def test_the_cap_frontier_holds_on_redis(collector: Collector, redis_url: str,
+                                         fake_docs_factory: Any) -> None:
+    from tests.test_shared_stores import counts, fetched_since
+
+    docs = fake_docs_factory(sites=1, pages=40)
+    collector.configure(docs_urls=[f"{docs.url()}/site0/"],
+                        spiders={"docs": {"max_pages_per_site": 10}})
+    env = collector.env(COLLECTOR_REDIS_URL=redis_url)
+    site = {"/site0/", "/site0/index.html", "/site0/flaky.html"} | {
+        f"/site0/page{i}.html" for i in range(40)}
+    seen: set[str] = set()
+    rounds = 0
+    while rounds < 5 and seen != site:
+        rounds += 1
+        before = counts(docs)
+        result = collector.crawl("docs", None, env=env, timeout=90)
+        assert result.returncode == 0, result.stderr[-3000:]
+        fetched = fetched_since(docs, before)
+        assert len(fetched) <= 10, fetched
+        assert all(n == (2 if p.endswith("flaky.html") else 1) for p, n in fetched.items())
+        seen |= set(fetched)
+        time.sleep(1.2)  # round_interval: the next crawl is a new round
+    assert seen == site and rounds >= 4, sorted(site - seen)

@@ -195,7 +195,7 @@ def test_dense_pages_stay_under_the_memory_bound_and_deep_ones_are_collected(
         collector: Collector, fake_hostile: Any) -> None:
     """Issue 19 items 9 and 10: 500,000 links in 15 MB, a page just under the cap with 50,000
     links, 100,000 list items, 1,600 nested divs. The worker's peak RSS stays under 200 MB,
-    link extraction stops at max_pages_per_site, and the deep page is collected."""
+    fetches stop at max_pages_per_site, and the deep page is collected."""
     site = f"{fake_hostile.url()}/dense/"
     cap = 30
     collector.configure(docs_urls=[site + "index.html"], spiders={"docs": {
@@ -225,7 +225,7 @@ def test_dense_pages_stay_under_the_memory_bound_and_deep_ones_are_collected(
     # big.html's 50,000 links: only up to the site's cap asked, the rest never listed.
     asked = [key for key in counts if key.startswith("/dense/p")]
     assert len(asked) == cap - 1 - 5, len(asked)  # the index and its five pages count too
-    assert stats["docs/site_page_cap_reached"] >= 1
+    assert stats["sitecap/held_back"] >= 1
     print(f"\ndense docs crawl: peak RSS {peak_mb:.0f} MB, memusage/max "
           f"{stats['memusage/max'] / MB:.0f} MB")
     assert peak_mb < MEMORY_CEILING_MB, f"peak RSS {peak_mb:.0f} MB"

@@ -1,6 +1,6 @@
 """Stores from elsewhere: old, torn, garbage, foreign or locked — never deleted, never reset.
 
-Each case puts a bad file where a spider-shard's deltafetch or content-hash store lives, then
+Each case puts a bad file where a spider's deltafetch or content-hash store lives, then
 runs the real ``scrapy crawl docs``: the file is moved aside (``*.unreadable-*``, with exactly
 the original bytes) with one ERROR line naming it, or opened safely; the crawl completes.
 """
@@ -47,8 +47,8 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, docs_server: FakeServer) ->
 
 def stores(data_dir: Path) -> dict[str, Path]:
     state = data_dir / "state"
-    return {"deltafetch": state / "deltafetch" / "docs-0of1" / "deltafetch.sqlite",
-            "contenthash": state / "contenthash" / "docs-0of1.sqlite"}
+    return {"deltafetch": state / "deltafetch" / "docs.sqlite",
+            "contenthash": state / "contenthash" / "docs.sqlite"}
 
 
 def home_from(seed: Path, tmp_path: Path, server: FakeServer) -> Collector:
@@ -123,7 +123,7 @@ def foreign_meta(path: Path) -> None:
 
 def other_kind(path: Path) -> None:
     """A deltafetch store (valid, of this version) in the content-hash store's place."""
-    data_dir = path.parents[2]  # {data_dir}/state/contenthash/docs-0of1.sqlite
+    data_dir = path.parents[2]  # {data_dir}/state/contenthash/docs.sqlite
     shutil.copyfile(stores(data_dir)["deltafetch"], path)
 
 

@@ -119,7 +119,7 @@ def test_redis_password_is_masked_everywhere_and_state_is_private(
     assert not wrong, wrong
     assert {p.name for p in state.rglob("*")} >= {
         "status.json", "runner-command.json", "runner.pid", "memory.json", "disk-reserve",
-        "docs-0of1.json", "docs-0of1.lock", "deltafetch.sqlite", "docs-0of1.sqlite"}
+        "docs-0of1.json", "docs-0of1.lock", "docs.sqlite"}  # the dedup stores: one per spider
 
 
 # --- 19.15: a clock stepped back stalls nothing ---------------------------------------------------

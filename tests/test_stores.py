@@ -1,4 +1,5 @@
-"""Per spider-shard state and files: stores, locks, item files and logs, through real crawls."""
+"""State and files through real crawls: per spider-shard locks, item files and logs; per spider
+dedup stores, shared by its shards."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def docs_sites(docs, count: int) -> list[str]:
 
 
 @pytest.mark.timeout(120)
-def test_two_shards_at_once_have_their_own_sound_stores_and_logs(collector: Collector,
+def test_two_shards_at_once_share_sound_stores_and_have_their_own_logs(collector: Collector,
                                                                  fake_docs_factory) -> None:
     docs = fake_docs_factory(sites=4, pages=10, latency_ms=10)
     collector.configure(docs_urls=docs_sites(docs, 4))
@@ -43,15 +44,14 @@ def test_two_shards_at_once_have_their_own_sound_stores_and_logs(collector: Coll
     assert max(s["started_at"] for s in states) < min(s["updated_at"] for s in states)
 
     state = collector.data_dir / "state"
+    # One store per spider, written by both shards at once: sound, and holding both shards' work.
+    check, entries, meta = integrity(state / "deltafetch" / "docs.sqlite")
+    assert (check, meta["kind"]) == ("ok", "deltafetch")
+    assert entries >= 22  # every page that gave an item (mirrors too), both sites
+    check, entries, meta = integrity(state / "contenthash" / "docs.sqlite")
+    assert (check, meta["kind"]) == ("ok", "contenthash")
+    assert entries == 22  # per site: 10 pages (page0 = the root) + flaky
     for slug, site in (("1of4", "site1"), ("2of4", "site2")):
-        delta = state / "deltafetch" / f"docs-{slug}" / "deltafetch.sqlite"
-        content = state / "contenthash" / f"docs-{slug}.sqlite"
-        check, entries, meta = integrity(delta)
-        assert (check, meta["kind"]) == ("ok", "deltafetch")
-        assert entries >= 11  # every page that gave an item (mirrors too)
-        check, entries, meta = integrity(content)
-        assert (check, meta["kind"]) == ("ok", "contenthash")
-        assert entries == 11  # 10 pages (page0 = the root) + flaky
         # Each shard's log is its own.
         log = collector.log("docs", f"{slug[0]}/4")
         assert "Spider closed (finished)" in log
@@ -59,12 +59,11 @@ def test_two_shards_at_once_have_their_own_sound_stores_and_logs(collector: Coll
         assert f"docs-{slug}-" in log and f"docs-{other}-" not in log
         items = [i for i in collector.items("docs") if i["shard"] == f"{slug[0]}/4"]
         assert len(items) == 11 and all(f"/{site}/" in i["url"] for i in items)
-    # One store per spider-shard: no upstream shared docs.db, no store for shards not run.
+    # No upstream docs.db, no per-shard store.
     assert not list(collector.data_dir.rglob("*.db"))
-    assert sorted(p.name for p in (state / "deltafetch").iterdir()) == ["docs-1of4",
-                                                                        "docs-2of4"]
-    assert sorted(p.name for p in (state / "contenthash").glob("*.sqlite")) == [
-        "docs-1of4.sqlite", "docs-2of4.sqlite"]
+    for kind in ("deltafetch", "contenthash"):
+        assert {p.name for p in (state / kind).iterdir()} <= {
+            "docs.sqlite", "docs.sqlite-wal", "docs.sqlite-shm"}
     assert sorted(p.name for p in (collector.data_dir / "logs").glob("*.log")) == [
         "docs-1of4.log", "docs-2of4.log"]
     for path in collector.item_files("docs"):
@@ -82,8 +81,8 @@ def test_unreadable_stores_are_moved_aside_not_deleted(collector: Collector,
     assert first_items == 9
 
     state = collector.data_dir / "state"
-    delta = state / "deltafetch" / "docs-0of2" / "deltafetch.sqlite"
-    content = state / "contenthash" / "docs-0of2.sqlite"
+    delta = state / "deltafetch" / "docs.sqlite"
+    content = state / "contenthash" / "docs.sqlite"
     truncated = delta.read_bytes()[: delta.stat().st_size // 2]  # a torn copy of a real store
     garbage = b"this is not a database\n" * 200
     delta.write_bytes(truncated)
@@ -91,8 +90,8 @@ def test_unreadable_stores_are_moved_aside_not_deleted(collector: Collector,
 
     result = collector.crawl("docs", "0/2")
     assert result.returncode == 0, result.stderr[-3000:]
-    (delta_aside,) = delta.parent.glob("deltafetch.sqlite.unreadable-*")
-    (content_aside,) = content.parent.glob("docs-0of2.sqlite.unreadable-*")
+    (delta_aside,) = delta.parent.glob("docs.sqlite.unreadable-*")
+    (content_aside,) = content.parent.glob("docs.sqlite.unreadable-*")
     assert delta_aside.read_bytes() == truncated
     assert content_aside.read_bytes() == garbage
     errors = [line for line in collector.log("docs", "0/2").splitlines() if " ERROR" in line]

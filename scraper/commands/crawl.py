@@ -28,7 +28,7 @@ from scraper.diskspace import (
 from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
 from scraper.sharding import UNSHARDED, Shard, ShardError
-from scraper.spiderargs import SPIDER_ARGUMENTS
+from scraper.spiderargs import RESET_ARGUMENTS, SPIDER_ARGUMENTS, SpiderArgumentError, parse_switch
 from scraper.units import format_size
 from scraper.workerlock import WorkerLockedError, acquire_worker_lock
 
@@ -50,8 +50,8 @@ def collector_settings(config: CollectorConfig, layout: DataLayout) -> dict[str,
     return {
         "COLLECTOR": config,
         "COLLECTOR_DATA_DIR": str(layout.root),
-        # Absolute, so scrapy-deltafetch never needs scrapy.cfg to find its directory (workers
-        # run wherever the runner was started).
+        # scrapy-deltafetch's own lookup; absolute, so it never makes a .scrapy/ directory
+        # wherever a worker runs. The store itself is DataLayout.deltafetch_db.
         "DELTAFETCH_DIR": str(layout.deltafetch_dir),
         "GITHUB_API_URL": github.api_url,
         "GITHUB_WEB_URL": github.web_url,
@@ -88,6 +88,12 @@ class Command(ScrapyCrawlCommand):
         if unknown:
             fail(f"-a {unknown[0]}: not an argument of the spiders; they take: "
                  + ", ".join(SPIDER_ARGUMENTS))
+        try:
+            for name in RESET_ARGUMENTS:
+                if name in opts.spargs:
+                    parse_switch(name, opts.spargs[name])
+        except SpiderArgumentError as exc:
+            fail(str(exc))
         try:
             self.shard = Shard.parse(opts.spargs["shard"]) if "shard" in opts.spargs else UNSHARDED
         except ShardError as exc:

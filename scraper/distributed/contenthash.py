@@ -13,31 +13,30 @@ workers would both write a page that sits under two URLs. So:
 A worker killed between claim and write leaves a claim that lapses after ``CLAIM_TTL``: that
 content is collected by a later round, never lost. A kill between write and confirm may let the
 content be written once more after the claim lapses — the same "duplicate a line, never lose
-one" as on one machine. The store is per spider for the whole cluster (one machine: per
-spider-shard).
+one" as on one machine. The rule is :class:`scraper.contenthash.ContentHashDedup`'s; the
+store is per spider for the whole cluster.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import scrapy
-from scrapy.crawler import Crawler
+from scrapy import Spider
 from scrapy.exceptions import DropItem
 
-from pipelines.contenthash import ContentHashPipeline
+from scraper.contenthash import ContentHashDedup
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
 from scraper.distributed.keys import Keys
 from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
 from scraper.engine import engine_closing
-from scraper.exceptions import DuplicateItem
-from scraper.items import content_hash, is_deduplicated
+from scraper.items import is_deduplicated
 
 # Idempotent for its owner: a claim whose answer was lost (a timeout) is asked again, and
-# must not then find its own claim and drop the item as a duplicate.
+# must not then find its own claim and drop the item as a duplicate. A hash written before
+# ARGV[4] (its collected_at; CONTENTHASH_RESET) counts as not written; claims always count.
 CLAIM = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
+local written = redis.call('HGET', KEYS[1], ARGV[1])
+if written and written >= ARGV[4] then return 0 end
 local holder = redis.call('GET', KEYS[2])
 if holder == ARGV[2] then return 1 end
 if holder then return 0 end
@@ -53,17 +52,18 @@ return 0
 
 class RedisContentHashStore:
     def __init__(self, link: RedisLink, keys: Keys, spider: str, writes: WriteBehind, *,
-                 owner: str, claim_ttl: int) -> None:
+                 owner: str, claim_ttl: int, ignore_before: str = "") -> None:
         self.link, self.keys, self.spider, self.writes = link, keys, spider, writes
         self.owner = owner
         self.claim_ttl = claim_ttl
+        self.ignore_before = ignore_before
         self._claim = link.client.register_script(CLAIM)
 
     def claim(self, digest: str) -> bool:
         """True if this worker may write the content (raises RedisUnavailable)."""
         return bool(self._claim(keys=[self.keys.contenthash(self.spider),
                                       self.keys.claim(self.spider, digest)],
-                                args=[digest, self.owner, self.claim_ttl]))
+                                args=[digest, self.owner, self.claim_ttl, self.ignore_before]))
 
     def confirm(self, digest: str, collected_at: str) -> None:
         self.writes.submit(["HSET", self.keys.contenthash(self.spider), digest, collected_at],
@@ -82,38 +82,30 @@ class RedisContentHashStore:
         """Nothing of its own: writes go through the worker's write-behind."""
 
 
-class RedisContentHashPipeline(ContentHashPipeline):
-    store: RedisContentHashStore  # type: ignore[assignment]
+class RedisContentHashPipeline(ContentHashDedup):
+    store: RedisContentHashStore
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RedisContentHashPipeline:
-        return cls(crawler)
-
-    def open_spider(self) -> None:
-        settings, spider = self.crawler.settings, self.crawler.spider
-        link = get_link(settings["REDIS_URL"])
-        self.link = link
-        self.store = RedisContentHashStore(
-            link, Keys.from_settings(settings), spider.name,
+    def open_store(self, spider: Spider, ignore_before: str) -> RedisContentHashStore:
+        settings = self.crawler.settings
+        self.link = get_link(settings["REDIS_URL"])
+        return RedisContentHashStore(
+            self.link, Keys.from_settings(settings), spider.name,
             write_behind(self.crawler), owner=str(process_id()),
-            claim_ttl=settings.getint("DISTRIBUTED_CLAIM_TTL"))
-
-    def close_spider(self) -> None:
-        for digest in list(self.in_flight):  # claimed, never written: free them at once
-            self.store.release(digest)
-        self.in_flight.clear()
+            claim_ttl=settings.getint("DISTRIBUTED_CLAIM_TTL"), ignore_before=ignore_before)
 
     async def process_item(self, item: scrapy.Item) -> scrapy.Item:  # type: ignore[override]
-        digest = content_hash(item)
-        item["content_hash"] = digest
+        digest = self.stamp(item)
         if not is_deduplicated(item):
             return item  # an observation (a page snapshot): recorded every time it is seen
-        if digest in self.in_flight:
-            return self._duplicate(digest)
+        if digest in self.in_flight or not await self._claim(digest):
+            self.duplicate(digest)
+        self.in_flight.add(digest)
+        return item
+
+    async def _claim(self, digest: str) -> bool:
         while True:
             try:
-                claimed = self.store.claim(digest)
-                break
+                return self.store.claim(digest)
             except RedisUnavailable:
                 # Pause this item (and, as the scraper fills up, the crawl) until Redis is back;
                 # at a stop, leave the page for the next round instead of risking a duplicate.
@@ -121,29 +113,3 @@ class RedisContentHashPipeline(ContentHashPipeline):
                     self.stats.inc_value("contenthash/unchecked_at_close")
                     raise DropItem("Redis unreachable at close: not written; the page is "
                                    "fetched again next round", log_level="INFO") from None
-        if not claimed:
-            return self._duplicate(digest)
-        self.in_flight.add(digest)
-        return item
-
-    def _duplicate(self, digest: str) -> Any:
-        self.stats.inc_value("contenthash/dropped")
-        raise DuplicateItem(f"content already collected ({digest[:12]})", log_level="DEBUG")
-
-    def item_scraped(self, item: Any, **kwargs: Any) -> None:
-        digest = item.get("content_hash")
-        if digest in self.in_flight:
-            self.in_flight.discard(digest)
-            self.store.confirm(digest, item.get("collected_at") or "")
-            self.stats.inc_value("contenthash/stored")
-
-    def item_failed(self, item: Any, exception: BaseException | None = None,
-                    **kwargs: Any) -> None:
-        # A second copy dropped as a duplicate must not free the first copy's claim.
-        if isinstance(exception, DuplicateItem):
-            return
-        digest = item.get("content_hash")
-        if digest in self.in_flight:
-            self.in_flight.discard(digest)
-            self.store.release(digest)
-

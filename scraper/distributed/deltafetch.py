@@ -2,8 +2,8 @@
 
 Same semantics as :class:`~scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch` — meta
 ``deltafetch_key``/``deltafetch_enabled``, stats ``deltafetch/*``, a page recorded once its
-item is written, ``refresh_after``, and the links replay — with one store per spider for every
-machine instead of one SQLite file per spider-shard:
+item is written, ``refresh_after``, the links replay, redirects and the reset switches — with
+the spider's one store on Redis, for every machine, instead of its SQLite file:
 
 * ``{p}:{spider}:deltafetch:{key}`` holds the time the page was collected, with
   ``refresh_after`` as the key's TTL (the stored time is still compared with the configured
@@ -20,7 +20,6 @@ fetches the skipped page instead.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -34,8 +33,6 @@ from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
 from scraper.engine import engine_closing
 from scraper.spidermiddlewares.deltafetch import ShardedDeltaFetch
-
-logger = logging.getLogger(__name__)
 
 
 class RedisDeltaFetchStore:
@@ -54,19 +51,29 @@ class RedisDeltaFetchStore:
         return self.get(key) is not None
 
     def __setitem__(self, key: bytes, value: str | bytes) -> None:
+        self.writes.submit(self._record_command(key, value))
+
+    def _record_command(self, key: bytes, value: str | bytes) -> list[str]:
         text = value.decode() if isinstance(value, bytes) else value
         command = ["SET", self.keys.deltafetch(self.spider, key), text]
-        self.writes.submit(command + (["EX", str(self.ttl)] if self.ttl else []))
+        return command + (["EX", str(self.ttl)] if self.ttl else [])
 
     def links(self, key: bytes) -> list[str]:
         raw = self.link.client.get(self.keys.links(self.spider, key))
         return json.loads(raw) if raw else []
 
     def set_links(self, key: bytes, urls: list[str]) -> None:
+        self.writes.submit(self._links_command(key, urls))
+
+    def _links_command(self, key: bytes, urls: list[str]) -> list[str]:
         command = ["SET", self.keys.links(self.spider, key), json.dumps(urls)]
         if self.ttl:
             command += ["EX", str(self.ttl + defaults.LINKS_TTL_MARGIN)]
-        self.writes.submit(command)
+        return command
+
+    def record(self, key: bytes, value: str, links: list[str]) -> None:
+        """Links and record in one transaction."""
+        self.writes.submit(self._links_command(key, links), self._record_command(key, value))
 
     def close(self) -> None:
         """Nothing of its own: writes go through the worker's write-behind."""
@@ -78,19 +85,10 @@ class RedisDeltaFetch(ShardedDeltaFetch):
     def spider_opened(self, spider: Spider) -> None:
         settings = self.crawler.settings
         self.link = get_link(settings["REDIS_URL"])
-        if self.reset or getattr(spider, "deltafetch_reset", False):
-            logger.warning("DELTAFETCH_RESET ignored in the distributed mode: the store is "
-                           "shared by every machine")
-        self.refresh_after: float | None = getattr(spider, "refresh_after", None)
+        self.open_memory(spider)
         self.db = RedisDeltaFetchStore(
             self.link, Keys.from_settings(settings), spider.name,
             write_behind(self.crawler), self.refresh_after)
-
-    @classmethod
-    def from_crawler(cls, crawler: Any) -> RedisDeltaFetch:
-        middleware = super().from_crawler(crawler)
-        middleware.crawler = crawler
-        return middleware  # type: ignore[return-value]
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]
                                     ) -> AsyncIterator[Any]:

@@ -252,6 +252,11 @@ class RedisUrlSet:
         except RedisUnavailable:
             return len(self.local)
 
+    def discard(self, url: str) -> None:
+        self.local.discard(url)
+        with contextlib.suppress(RedisUnavailable):
+            self.client.srem(self.key, url)
+
     def add(self, url: str) -> None:
         self.local.add(url)
         try:

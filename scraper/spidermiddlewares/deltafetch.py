@@ -4,10 +4,19 @@ What upstream's ``DeltaFetch`` 2.1.0 lacks here, and what this subclass changes:
 
 * it only has a sync ``process_spider_output``, which Scrapy ≥ 2.16 refuses to load: here it is
   an async generator;
-* it opens ``{DELTAFETCH_DIR}/{spider}.db``, one file for every shard, through ``dbm`` (which is
-  ``dbm.dumb`` on this Python, where two processes lose each other's keys): here each
-  spider-shard has its own SQLite store under ``{data_dir}/state/deltafetch/{spider}-{i}of{N}/``;
+* it opens ``{DELTAFETCH_DIR}/{spider}.db`` through ``dbm`` (which is ``dbm.dumb`` on this
+  Python, where two processes lose each other's keys): here the spider's one store, shared by
+  all its shards, is SQLite in WAL mode (``DataLayout.deltafetch_db``), and the per-shard stores
+  of earlier versions are merged into it at start (:mod:`scraper.stores.merge`);
 * it deletes a database it cannot open: here the file is moved aside and an error logged;
+* ``DELTAFETCH_RESET`` / ``-a deltafetch_reset=1`` deletes the database, for every shard at
+  once: here it ignores what was recorded before, for this run only (every page is fetched; new
+  records are still written), so other shards and later runs keep the memory;
+* it only sees what the spider yields, so a page reached through a redirect (``moved.html →
+  page1.html``) is recorded under its final URL only and the redirecting link fetched every
+  round: here each URL that redirected to a recorded page is recorded with it, its one link
+  the page (so a later round skips it and replays the page), and when a redirect's target was
+  dropped as already requested this round the redirecting URL is recorded so at once;
 * it records a page the moment its item leaves the spider, so a kill before the item reaches the
   item store would skip that page forever: here the record is written once the item has passed
   the pipelines (``item_scraped``) or been dropped by them as a duplicate of content already
@@ -28,7 +37,6 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 from scrapy import Request, Spider, signals
@@ -38,9 +46,8 @@ from scrapy_deltafetch.middleware import DeltaFetch
 
 from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
-from scraper.layout import DELTAFETCH_DB_NAME as DB_NAME
-from scraper.layout import worker_slug
-from scraper.stores.sqlite import SqliteMapping, move_aside
+from scraper.layout import DataLayout
+from scraper.stores.sqlite import SqliteMapping
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +60,7 @@ class DeltaFetchStore(SqliteMapping):
     SCHEMA = SqliteMapping.SCHEMA + (
         "CREATE TABLE IF NOT EXISTS links (key BLOB PRIMARY KEY, urls TEXT NOT NULL);"
     )
+    TABLES = ("entries", "links")
 
     def links(self, key: bytes) -> list[str]:
         row = self._conn.execute("SELECT urls FROM links WHERE key = ?", (key,)).fetchone()
@@ -61,9 +69,15 @@ class DeltaFetchStore(SqliteMapping):
     def set_links(self, key: bytes, urls: list[str]) -> None:
         self._conn.execute("INSERT OR REPLACE INTO links VALUES (?, ?)", (key, json.dumps(urls)))
 
+    def record(self, key: bytes, value: str, links: list[str]) -> None:
+        """Links and record in one transaction: one write-lock turn on the shared store."""
+        with self.transaction():
+            self.set_links(key, links)
+            self[key] = value
+
 
 class ShardedDeltaFetch(DeltaFetch):
-    """DeltaFetch with one crash-safe SQLite store per spider-shard and async spider output."""
+    """DeltaFetch with one crash-safe SQLite store per spider (all shards) and async output."""
 
     db: DeltaFetchStore
 
@@ -74,19 +88,29 @@ class ShardedDeltaFetch(DeltaFetch):
         middleware._open_pages = set()  # pages whose output is still being read
         middleware._awaiting = set()    # pages whose item passed before their output ended
         middleware._replayed = set()    # recorded pages whose links were replayed this round
+        middleware._redirects = {}      # page → (its URL, keys of URLs that redirected to it)
+        middleware.crawler = crawler
         crawler.signals.connect(middleware.item_passed, signal=signals.item_scraped)
         crawler.signals.connect(middleware.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(middleware.item_dropped, signal=signals.item_error)
+        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
         return middleware
 
     def spider_opened(self, spider: Spider) -> None:
-        # DELTAFETCH_DIR is {data_dir}/state/deltafetch (set by scrapy crawl): a store per shard.
-        path = Path(self.dir) / worker_slug(spider.name, spider.shard) / DB_NAME
-        if (self.reset or getattr(spider, "deltafetch_reset", False)) and path.exists():
-            logger.warning("DELTAFETCH_RESET: moved %s aside to %s", path, move_aside(path).name)
-        self.refresh_after: float | None = getattr(spider, "refresh_after", None)
+        layout = DataLayout.from_settings(self.crawler.settings)
+        self.open_memory(spider)
         with round_closed_when_full():
-            self.db = DeltaFetchStore(path, kind=STORE_KIND)
+            self.db = DeltaFetchStore(layout.deltafetch_db(spider.name), kind=STORE_KIND)
+            self.db.absorb(layout.shard_deltafetch_dbs(spider.name))
+
+    def open_memory(self, spider: Spider) -> None:
+        """What both stores share: ``refresh_after`` and the reset switches."""
+        self.refresh_after: float | None = getattr(spider, "refresh_after", None)
+        self.forget = self.reset or bool(getattr(spider, "deltafetch_reset", False))
+        self.opened_at = time.time()
+        if self.forget:
+            logger.warning("deltafetch reset: pages collected before are fetched again in this "
+                           "run (the %s memory itself is kept and updated)", spider.name)
 
     def spider_closed(self, spider: Spider) -> None:
         if hasattr(self, "db"):  # not when the disk was too full to open it
@@ -96,6 +120,9 @@ class ShardedDeltaFetch(DeltaFetch):
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
         page = self._get_key(response.request)
+        redirected_from = self._redirect_keys(response.request)
+        if redirected_from:  # recorded with the page, if it gives an item
+            self._redirects[page] = (response.url, redirected_from)
         self._open_pages.add(page)
         followed: list[str] = []
         try:
@@ -111,11 +138,12 @@ class ShardedDeltaFetch(DeltaFetch):
                 else:
                     self._pending[id(element)] = page
                 yield element
-            # Links first, record second: a recorded page always has its links stored.
+            # A recorded page always has its links stored: links first, or both at once.
             with skipped_when_full():
-                self.db.set_links(page, followed)
                 if page in self._awaiting:
-                    self._record(page)
+                    self._record(page, followed)
+                else:
+                    self.db.set_links(page, followed)
         finally:
             self._open_pages.discard(page)
             self._awaiting.discard(page)
@@ -142,18 +170,47 @@ class ShardedDeltaFetch(DeltaFetch):
                     self.stats.inc_value("deltafetch/replayed")
                     yield child
 
+    def _redirect_keys(self, request: Request) -> list[bytes]:
+        page = self._get_key(request)
+        keys = (self._get_key(Request(url)) for url in request.meta.get("redirect_urls", ()))
+        return [key for key in keys if key != page]
+
+    def request_dropped(self, request: Request, **kwargs: Any) -> None:
+        """A redirect whose target this round had asked for already (here, or on another
+        machine: the distributed dupefilter is shared) is recorded at once, its one link the
+        target: a later round skips it and reaches the target through the replay — skipped too
+        if collected, fetched if not — so nothing is stranded even if the target never is."""
+        with skipped_when_full():
+            self._record_redirects(request.url, self._redirect_keys(request),
+                                   str(time.time()))
+
     def _seen_recently(self, request: Request) -> bool:
+        """Collected within ``refresh_after``; under a reset, only if collected in this run."""
         stored_at = self.db.get(self._get_key(request))
         if stored_at is None:
+            return False
+        if self.forget and float(stored_at) < self.opened_at:
             return False
         if self.refresh_after is None:
             return True
         return time.time() - float(stored_at) < self.refresh_after
 
-    def _record(self, page: bytes) -> None:
+    def _record(self, page: bytes, links: list[str] | None = None) -> None:
+        now = str(time.time())
         with skipped_when_full():
-            self.db[page] = str(time.time())
+            if links is None:
+                self.db[page] = now
+            else:
+                self.db.record(page, now, links)
             self.stats.inc_value("deltafetch/stored")
+            if page in self._redirects:
+                self._record_redirects(*self._redirects.pop(page), now)
+
+    def _record_redirects(self, target: str, keys: list[bytes], now: str) -> None:
+        """URLs that redirected to ``target``: collected with it, and linking to it."""
+        for key in keys:
+            self.db.record(key, now, [target])
+            self.stats.inc_value("deltafetch/stored_redirects")
 
     def item_passed(self, item: Any, **kwargs: Any) -> None:
         """The item is written: its page is done once its links are stored too."""

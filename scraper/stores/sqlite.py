@@ -11,11 +11,12 @@ A store is never deleted or silently reset. A file that cannot be opened as this
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,13 +147,14 @@ def _switch_to_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.05 + 0.01 * attempt)
 
 
-def move_aside(path: Path) -> Path:
-    """Rename ``path`` (and its ``-wal``/``-shm`` files) out of the way; returns the new path."""
+def move_aside(path: Path, why: str = "unreadable") -> Path:
+    """Rename ``path`` (and its ``-wal``/``-shm`` files) to ``<name>.<why>-<stamp>``, out of the
+    way; returns the new path."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    aside = path.with_name(f"{path.name}.unreadable-{stamp}")
+    aside = path.with_name(f"{path.name}.{why}-{stamp}")
     n = 1
     while aside.exists():
-        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{n}")
+        aside = path.with_name(f"{path.name}.{why}-{stamp}-{n}")
         n += 1
     for source in _files(path):
         if os.path.lexists(source):  # a dangling symlink is moved too, never followed
@@ -171,10 +173,20 @@ class SqliteMapping:
     KIND = "mapping"
     VERSION = 1
     SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key BLOB PRIMARY KEY, value TEXT NOT NULL);"
+    TABLES: tuple[str, ...] = ("entries",)
+    """What :meth:`absorb` copies from an older store of the same kind."""
 
     def __init__(self, path: Path, kind: str = KIND) -> None:
         self.path = path
+        self.kind = kind
         self._conn = open_store(path, kind, self.VERSION, self.SCHEMA)
+
+    def absorb(self, sources: list[Path]) -> int:
+        """Merge older stores of this kind into this one and move them aside (see
+        :mod:`scraper.stores.merge`); returns how many were merged."""
+        from scraper.stores.merge import merge_stores
+
+        return merge_stores(self._conn, sources, self.kind, self.TABLES)
 
     def __contains__(self, key: bytes) -> bool:
         row = self._conn.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
@@ -194,6 +206,17 @@ class SqliteMapping:
         if isinstance(value, bytes):
             value = value.decode()
         self._conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?)", (key, value))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Several writes as one: all of them or none survive a kill."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def __len__(self) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]

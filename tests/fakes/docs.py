@@ -2,14 +2,15 @@
 
     python -m tests.fakes.docs --host 127.0.0.2 --port-file PATH
         [--sites 3] [--pages 40] [--page-kb 6] [--latency-ms 0 --jitter 0.0]
-        [--fixtures DIR]
+        [--fixtures DIR] [--redirect]
 
 Site k lives under ``/site{k}/``; each real page in ``--fixtures`` (default
 ``shared/fixtures/docs``) is served byte-exact as ``/fixtures/{file stem}/``, a site of its own,
 with ``Last-Modified: FIXTURE_LAST_MODIFIED``; ``/site{k}/``, ``/site{k}/index.html`` and
 ``/site{k}/page0.html`` are byte-identical mirrors. Pages link to each other in cycles and
 to everything a crawler must *not* follow (robots-disallowed, other sites, other hosts,
-mailto:), see :meth:`DocsFake.render_page`.
+mailto:), see :meth:`DocsFake.render_page`. With ``--redirect``, each site's start page also
+links ``moved.html``, which answers 301 to ``page{pages-1}.html`` (a page also linked directly).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class DocsFake(FakeProcess):
         self.pages = args.pages
         self.page_bytes = int(args.page_kb * 1024)
         self.fixtures: Path = args.fixtures
+        self.redirect = args.redirect
         self.generation = 0
         self.base_url = ""
         # path -> payload for the current generation; filled lazily so startup stays instant.
@@ -190,6 +192,8 @@ class DocsFake(FakeProcess):
             links.append((f"/site{(site + 1) % self.sites}/index.html", "Another site"))
         if index == 0:
             links.append(("flaky.html", "Sometimes broken"))
+            if self.redirect:
+                links.append(("moved.html", "Moved page"))
         nav = "\n".join(f'    <a href="{html.escape(h)}">{t}</a>' for h, t in links)
 
         sections = [f"<h1>{html.escape(title)}</h1>", f"<p>{SPECIAL_SENTENCE} {words(40)}.</p>"]
@@ -241,6 +245,9 @@ class DocsFake(FakeProcess):
 
     async def _handle(self, request: web.Request) -> web.Response:
         path = request.path
+        if self.redirect and path.endswith("/moved.html") and SITE_PATH.match(path):
+            target = path[: -len("moved.html")] + f"page{self.pages - 1}.html"
+            return web.Response(status=301, headers={"Location": target})
         payload = self._cache.get(path) or self._static.get(path)
         if payload is None:
             payload = self._resolve(path)
@@ -284,6 +291,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--page-kb", type=float, default=6.0)
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    parser.add_argument("--redirect", action="store_true",
+                        help="start pages link moved.html, a 301 to the last page")
     args = parser.parse_args(argv)
     if args.sites < 1 or args.pages < 1:
         parser.error("--sites and --pages must be >= 1")
