@@ -374,7 +374,7 @@ def test_writes_wait_for_redis_and_spill_at_close(redis_url: str, tmp_path: Path
     writes = WriteBehind(link, spill)
     assert not writes.submit(["SET", "k1", "v1"])
     writes.close()
-    assert spill.exists()
+    assert spill.exists() and spill.stat().st_mode & 0o777 == 0o600  # private, as all state
     # The next start of that shard, with Redis there, sends them.
     again = WriteBehind(RedisLink(redis_url), spill)
     assert not again.pending and not spill.exists()

@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 from collections import deque
 from pathlib import Path
 
 from scraper.distributed.connection import RedisLink, RedisUnavailable
+from scraper.statefile import private_dirs, write_atomic
 
 logger = logging.getLogger("scraper.distributed")
 
@@ -80,13 +80,7 @@ class WriteBehind:
         if self.flush() or self.spill_path is None:
             return
         path = self.spill_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for batch in self.pending:
-                handle.write(json.dumps(batch) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        private_dirs(path.parent)
+        write_atomic(path, "".join(json.dumps(batch) + "\n" for batch in self.pending))
         logger.warning("Redis %s unreachable at close: %d dedup records kept in %s, sent at "
                        "this shard's next start", self.link.label, len(self.pending), path)
