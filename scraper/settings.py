@@ -39,7 +39,8 @@ REMOTE_CONTROL_ENABLED = False  # Scrapy 2.19's code-running HTTP server, on by 
 EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
     "scrapy.extensions.remote_control.RemoteControl": None,
-    # MEMUSAGE_* on the current resident set, not the peak a parent process leaves behind.
+    # MEMUSAGE_* on the current resident set, not the peak a parent process leaves behind;
+    # one timer, no log line per check.
     "scrapy.extensions.memusage.MemoryUsage": None,
     "scraper.extensions.memusage.ResidentMemoryUsage": 0,
     "scraper.extensions.logrotate.LogRotation": 0,
@@ -144,7 +145,8 @@ REDIRECT_MAX_TIMES = 10
 # The docs spider caps a page at 2 MB (spiders/docs.py); past that, Scrapy's memusage check is
 # the backstop: above the limit the worker closes its round (finish_reason memusage_exceeded,
 # one ERROR line) instead of growing. Checked every second, so it fires right after the
-# response that pushed the peak up, not a minute later (Scrapy's default interval).
+# response that pushed the peak up, not a minute later (Scrapy's default interval); by
+# scraper.extensions.memusage.ResidentMemoryUsage: one timer, no log line a second.
 MEMUSAGE_ENABLED = True
 MEMUSAGE_LIMIT_MB = 200
 MEMUSAGE_WARNING_MB = 150
