@@ -15,7 +15,7 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import scrapy
 from itemadapter import ItemAdapter
@@ -58,7 +58,7 @@ class JsonLinesItemStore:
     def process_item(self, item: scrapy.Item) -> scrapy.Item:
         if self.file is None:  # the round is closing: the disk filled up
             raise DropItem("not written: the data disk is full", log_level="DEBUG")
-        line = (json.dumps(ItemAdapter(item).asdict(), ensure_ascii=False) + "\n").encode()
+        line = json_line(item)
         try:
             # One unbuffered write per line: what the OS has survives a kill -9 of this process.
             written = os.write(self.file.fileno(), line)
@@ -101,6 +101,22 @@ class JsonLinesItemStore:
         else:
             self.part_path.unlink()
         self.file = None
+
+
+def json_line(item: Any) -> bytes:
+    """The item as one JSON line: the bytes ``json.dumps(ItemAdapter(item).asdict())`` gives.
+
+    Only the top level goes through ItemAdapter; json converts the values itself and asks
+    :func:`_nested` for the rare nested item; ``asdict`` would rebuild every value in Python
+    first (68 µs against 22 µs per docs item: benchmarks/README.md, "Where the time goes")."""
+    fields = dict(ItemAdapter(item).items())
+    return (json.dumps(fields, ensure_ascii=False, default=_nested) + "\n").encode()
+
+
+def _nested(value: Any) -> Any:
+    if ItemAdapter.is_item(value):
+        return ItemAdapter(value).asdict()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _unused(path: Path) -> Path:

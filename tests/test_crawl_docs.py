@@ -221,3 +221,19 @@ def test_crawl_started_from_a_large_process_is_not_stopped_by_the_memory_limit(
     assert stats["finish_reason"] == "finished"
     assert stats["memusage/startup"] < 200 * 1024 * 1024
     assert len(collector.items("docs")) >= 5
+
+
+@pytest.mark.timeout(90)
+def test_memory_checked_by_one_timer_without_a_line_a_second_and_the_limit_closes_the_round(
+        collector: Collector, fake_docs_factory) -> None:
+    docs = fake_docs_factory(sites=1, pages=40, latency_ms=50)
+    collector.configure(docs_urls=[f"{docs.url()}/site0/"])
+    stats = crawl_ok(collector)  # a few seconds under the limit: checked every second
+    assert stats["finish_reason"] == "finished"
+    assert stats["memusage/max"] >= stats["memusage/startup"] > 1024 * 1024
+    assert "Peak memory usage" not in collector.log("docs")
+    # A limit every worker is over: the first check (at engine start) closes the round.
+    stats = crawl_ok(collector, "-s", "MEMUSAGE_LIMIT_MB=1", "-s", "DELTAFETCH_RESET=1")
+    assert stats["finish_reason"] == "memusage_exceeded"
+    assert stats["memusage/limit_reached"] == 1
+    assert collector.log("docs").count("Memory usage exceeded 1MiB") == 1
