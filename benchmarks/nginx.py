@@ -10,7 +10,6 @@ the crawler's own CPU is what limits pages/s.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import os
 import shutil
@@ -78,11 +77,11 @@ def nginx_binary() -> str | None:
 
 def write_sites(www: Path, base_url: str, sites: int, pages: int, page_kb: float) -> int:
     """Render every fake docs page to ``www`` (plus ``.gz`` twins); returns the file count."""
-    from tests.fakes.docs import DEFAULT_FIXTURES, DocsFake
+    from tests.fakes.docs import DocsFake, parse_args
 
-    fake = DocsFake(argparse.Namespace(latency_ms=0.0, jitter=0.0, sites=sites, pages=pages,
-                                       page_kb=page_kb, port_file=None,
-                                       fixtures=DEFAULT_FIXTURES))
+    # The fake's own defaults; it renders pages here and never serves (no port is written).
+    fake = DocsFake(parse_args(["--port-file", os.devnull, "--sites", str(sites),
+                                "--pages", str(pages), "--page-kb", str(page_kb)]))
     fake.bound({"url": base_url})  # absolute links point at nginx
     paths = ["/robots.txt", "/outside.html"]
     for k in range(sites):
