@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from runner.ops.health import Clocks, healthy_slots
+from runner.ops.liveness import Clocks, healthy_slots
 from runner.ops.notify import log_to_runner_log
 from runner.pidfile import running_pid
 from scraper.config import CONFIG_ENV, REDIS_URL_ENV

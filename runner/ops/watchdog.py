@@ -37,8 +37,8 @@ import time
 from collections.abc import Callable
 
 from runner.argtypes import add_min_workers
-from runner.ops.health import CONFIRM_TIMEOUT, Clocks, Verdict, assess, next_status
 from runner.ops.joblock import exclusive_or_skip
+from runner.ops.liveness import CONFIRM_TIMEOUT, Clocks, Verdict, assess, next_status
 from runner.ops.notify import log_to_runner_log, say
 from runner.ops.restart import (
     RestartFailed,

@@ -1,4 +1,5 @@
-"""Is the collector healthy? Judged from ``state/status.json``, the pidfile lock and psutil.
+"""Are the collector's processes alive? Judged from ``state/status.json``, the pidfile lock and
+psutil. (Whether they collect anything is :mod:`runner.outcome`'s question.)
 
 A worker slot is healthy when the status says ``running`` and psutil agrees that its pid is a
 live child of the runner, or ``sleeping`` with its next round not overdue. The collector is down
