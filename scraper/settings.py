@@ -59,8 +59,9 @@ HEALTH_MAX_ROUND_SLACK = 600.0
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 GC_GEN0_THRESHOLD = 7000
-"""Young-generation GC threshold while crawling: CPython's default, 700, spent 3% of a docs
-crawl's CPU in young collections (scraper/extensions/gcthreshold.py); 0 leaves Python's."""
+"""Young-generation GC threshold while crawling (scraper/extensions/gcthreshold.py): CPython's
+default, 700, runs a young collection every few items of a docs crawl (benchmarks/README.md);
+0 leaves Python's."""
 
 # --- logs: {data_dir}/logs/{spider}-{i}of{N}.log, set per spider-shard by `scrapy crawl` ---------
 LOG_LEVEL = "INFO"
@@ -138,8 +139,8 @@ DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"  # duplicates are the normal case on every 
 # --- politeness and robustness -------------------------------------------------------------------
 ROBOTSTXT_OBEY = False  # the GitHub spiders; the docs spider obeys robots.txt
 CONCURRENT_REQUESTS = 16
-# Scrapy 2.19 starts CONCURRENT_ITEMS + 1 asyncio tasks per response: 100 (the default) cost 30%
-# of a docs worker's CPU per page; 8 cost 52 µs per response, 2 cost 27 µs (benchmarks/README.md).
+# Scrapy 2.19 starts CONCURRENT_ITEMS + 1 asyncio tasks per response: the default, 100, cost 30%
+# of a docs worker's CPU per page (benchmarks/README.md has the one-off measurements).
 # The pipelines are synchronous: more in parallel gains nothing.
 CONCURRENT_ITEMS = 2
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
