@@ -39,7 +39,7 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from scraper.budget.limits import PauseDecision, RateHeaders, pause_for
-from scraper.stores.sqlite import open_store
+from scraper.stores.sqlite import open_store, transaction
 
 KIND = "budget"
 VERSION = 2
@@ -217,14 +217,8 @@ class BudgetStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        # IMMEDIATE takes the write lock up front: two workers never plan from the same state.
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+        with transaction(self._conn) as conn:
+            yield conn
 
     def define(self, key: BucketKey, spec: BucketSpec) -> None:
         """Register the first guess for ``key``; the bucket row is made on first use."""

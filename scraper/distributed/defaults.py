@@ -37,7 +37,6 @@ its links to replay."""
 BUDGET_LOCK_TTL = 5.0
 """A budget transaction is milliseconds; a holder that stalls longer loses the lock (and its
 write is refused), so one stuck process never stops the cluster's GitHub requests."""
-ETAG_TTL = 30 * 86400
 
 # --- runners -------------------------------------------------------------------------------------
 RUNNER_BEAT_INTERVAL = 5.0

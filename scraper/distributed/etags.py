@@ -8,11 +8,10 @@ import json
 
 from scrapy.settings import BaseSettings
 
-from scraper.distributed import defaults
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link
 from scraper.distributed.keys import Keys
 from scraper.downloadermiddlewares.conditional import ConditionalRequestMiddleware
-from scraper.stores.etags import PageTag
+from scraper.stores.etags import ETAG_KEEP_S, PageTag
 
 
 class RedisEtagStore:
@@ -34,7 +33,7 @@ class RedisEtagStore:
         pipe = self.link.client.pipeline(transaction=True)
         for url, (etag, link) in pages.items():
             pipe.set(self.keys.etag(identity, url), json.dumps([etag, link]),
-                     ex=defaults.ETAG_TTL)
+                     ex=int(ETAG_KEEP_S))
         with contextlib.suppress(RedisUnavailable):  # at close: next round asks afresh
             pipe.execute()
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from scraper.stores.sqlite import open_store
+from scraper.stores.sqlite import open_store, transaction
 
 KIND = "etags"
 VERSION = 1
@@ -45,15 +45,10 @@ class EtagStore:
     def remember(self, identity: str, pages: dict[str, PageTag]) -> None:
         """``url → (etag, link)`` of pages whose items are all written, in one transaction."""
         now = self.clock()
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(self._conn):
             self._conn.executemany("INSERT OR REPLACE INTO etags VALUES (?, ?, ?, ?, ?)",
                                    [(identity, url, etag, now, link)
                                     for url, (etag, link) in pages.items()])
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
 
     def close(self) -> None:
         self._conn.close()

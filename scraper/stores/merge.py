@@ -1,14 +1,14 @@
-"""Folding the per-shard stores of earlier versions into a spider's one shared store.
+"""Folding legacy per-shard stores into a spider's one shared store.
 
-Before a store was per spider, each spider-shard had its own; a machine upgraded in place has
-them still. On the first start of any shard of the spider, each old store's rows are copied into
-the shared one (``INSERT OR IGNORE``: a row already there wins) in one transaction, and only
-after that transaction committed is the old file renamed ``<name>.merged-<stamp>`` — never
-deleted. A kill at any instant is safe: before the commit nothing changed; after it, the next
-start copies the same rows again, which changes nothing, and then renames the file. Two shards
-starting at once serialise on the shared store's write lock and do the same. A per-shard store
-that cannot be read is moved aside as ``.unreadable-<stamp>`` with an error, like any store.
-"""
+A legacy store is one spider-shard's own (``deltafetch/{spider}-{i}of{N}/deltafetch.sqlite``,
+``contenthash/{spider}-{i}of{N}.sqlite``), as a machine upgraded in place still has. On the
+first start of any shard of the spider, each old store's rows are copied into the shared one
+(``INSERT OR IGNORE``: a row already there wins) in one transaction, and only after that
+transaction committed is the old file renamed ``<name>.merged-<stamp>`` — never deleted. A kill
+at any instant is safe: before the commit nothing changed; after it, the next start copies the
+same rows again, which changes nothing, and then renames the file. Two shards starting at once
+serialise on the shared store's write lock and do the same. A per-shard store that cannot be
+read is moved aside as ``.unreadable-<stamp>`` with an error, like any store."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from scraper.stores.sqlite import BUSY_TIMEOUT_MS, move_aside
+from scraper.stores.sqlite import BUSY_TIMEOUT_MS, move_aside, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +62,7 @@ def _copy(target: sqlite3.Connection, source: Path, kind: str, tables: tuple[str
         if found.get("kind") != kind:
             raise sqlite3.DatabaseError(f"a {found.get('kind')!r} store, not a {kind!r} store")
         copied = 0
-        target.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(target):
             for table in tables:
                 if table not in present:
                     continue
@@ -71,10 +70,6 @@ def _copy(target: sqlite3.Connection, source: Path, kind: str, tables: tuple[str
                 target.executemany(f"INSERT OR IGNORE INTO {table} VALUES (?, ?)",
                                    old.execute(f"SELECT * FROM {table}"))
                 copied += target.total_changes - before
-            target.execute("COMMIT")
-        except BaseException:
-            target.execute("ROLLBACK")
-            raise
         return copied
     finally:
         old.close()  # the last connection: SQLite checkpoints the WAL into the file

@@ -33,6 +33,19 @@ class StoreError(Exception):
     """The file is not a usable store of the expected kind."""
 
 
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction; IMMEDIATE takes the write lock up front, so two processes never
+    decide from the same state. All of it or none survives a kill."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def open_store(path: Path, kind: str, version: int, schema: str) -> sqlite3.Connection:
     """Open (or create) the store at ``path``, moving an unusable file aside first.
 
@@ -207,16 +220,9 @@ class SqliteMapping:
             value = value.decode()
         self._conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?)", (key, value))
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """Several writes as one: all of them or none survive a kill."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+        return transaction(self._conn)
 
     def __len__(self) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
