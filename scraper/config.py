@@ -22,11 +22,6 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from scraper.settings import (
-    HEALTH_FAILED_ROUNDS,
-    HEALTH_MAX_ROUND_INTERVALS,
-    HEALTH_MAX_ROUND_SLACK,
-)
 from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 
 CONFIG_ENV = "COLLECTOR_CONFIG"
@@ -168,6 +163,15 @@ class DocsConfig:
 @dataclass(frozen=True, slots=True)
 class NotifyConfig:
     webhook_url: str | None = None
+
+
+# The runner judges health (runner/outcome.py); no Scrapy component reads these, so they are the
+# config's defaults, not settings: a shard is unhealthy after HEALTH_FAILED_ROUNDS rounds in a
+# row without an answer carrying data, or when a round runs longer than
+# HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
+HEALTH_FAILED_ROUNDS = 3
+HEALTH_MAX_ROUND_INTERVALS = 10
+HEALTH_MAX_ROUND_SLACK = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +351,12 @@ class _Reader:
         except (ValueError, TypeError):
             self.bad(path, value, DURATION_HELP)
 
+    def positive_duration(self, path: str, value: Any) -> float:
+        seconds = self.duration(path, value)
+        if seconds <= 0:
+            self.bad(path, value, "a duration above zero")
+        return seconds
+
     def size(self, path: str, value: Any) -> int:
         try:
             size = parse_size(value)
@@ -416,6 +426,11 @@ Handler = Callable[[str, Any], Any]
 """Validates one key's value, given its key path; returns the value the config object holds."""
 
 
+def _optional(check: Handler) -> Handler:
+    """``check``, with an explicit ``null`` meaning "not set"."""
+    return lambda path, value: None if value is None else check(path, value)
+
+
 def _section(r: _Reader, path: str, value: Any, cls: type,
              handlers: Mapping[str, Handler]) -> Any:
     """Build ``cls`` from a mapping whose keys are exactly those ``handlers`` handle: a key
@@ -442,31 +457,22 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
         return {name: builders[name](r, _join(path, name), raw)
                 for name, raw in section.items() if raw is not None}
 
-    def optional(check: Handler) -> Handler:
-        return lambda path, value: None if value is None else check(path, value)
-
-    def positive_duration(path: str, value: Any) -> float:
-        seconds = r.duration(path, value)
-        if seconds <= 0:
-            r.bad(path, value, "a duration above zero")
-        return seconds
-
     handlers: dict[str, Handler] = {
         "data_dir": data_dir,
         "github": lambda path, value: _github(r, path, value),
         "spiders": spiders,
         "round_interval": r.duration,
         "stop_timeout": r.duration,
-        "memory_budget": optional(r.size),
+        "memory_budget": _optional(r.size),
         "logs_keep_days": lambda path, value: r.integer(path, value, 1),
         "notify": lambda path, value: _section(r, path, value, NotifyConfig, {
-            "webhook_url": optional(r.url)}),
-        "redis_url": optional(lambda path, value: r.text(path, value, REDIS_URL_RE,
+            "webhook_url": _optional(r.url)}),
+        "redis_url": _optional(lambda path, value: r.text(path, value, REDIS_URL_RE,
                                                          REDIS_URL_HELP)),
         "catalog_interval": r.duration,
         "health": lambda path, value: _section(r, path, value, HealthConfig, {
             "failed_rounds": lambda path, value: r.integer(path, value, 1),
-            "max_round": optional(positive_duration)}),
+            "max_round": _optional(r.positive_duration)}),
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")
@@ -489,9 +495,7 @@ def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:
             for key in ("limit", "window"):
                 if key not in spec:
                     r.fail(f"{where}.{key}", "missing; give both limit and window")
-            window = r.duration(f"{where}.window", spec["window"])
-            if window <= 0:
-                r.bad(f"{where}.window", spec["window"], "a duration above zero")
+            window = r.positive_duration(f"{where}.window", spec["window"])
             parsed[resource] = RateLimit(r.integer(f"{where}.limit", spec["limit"], 1), window)
         return parsed
 
@@ -529,8 +533,7 @@ def _search(r: _Reader, path: str, value: Any) -> SearchConfig:
         "sort": lambda path, value: r.choice(path, value, SEARCH_SORTS),
         "per_page": lambda path, value: r.integer(path, value, 1, 100),
         "complete": r.boolean,
-        "max_results_per_query": lambda path, value: (
-            None if value is None else r.integer(path, value, 1)),
+        "max_results_per_query": _optional(lambda path, value: r.integer(path, value, 1)),
     })
 
 

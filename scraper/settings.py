@@ -50,12 +50,6 @@ EXTENSIONS = {
     "scraper.extensions.summary.RoundSummary": 0,
     "scraper.extensions.gcthreshold.GcThreshold": 0,
 }
-# Health (config ``health:``, runner/outcome.py): a spider-shard is unhealthy after this many
-# rounds in a row without an answer carrying data, or when a round runs longer than
-# HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
-HEALTH_FAILED_ROUNDS = 3
-HEALTH_MAX_ROUND_INTERVALS = 10
-HEALTH_MAX_ROUND_SLACK = 600.0
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 GC_GEN0_THRESHOLD = 7000
