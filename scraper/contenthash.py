@@ -17,7 +17,6 @@ contenthash_reset=1``) ignores the hashes written before this run (a hash's valu
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -27,7 +26,7 @@ from scrapy.crawler import Crawler
 
 from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
-from scraper.items import content_hash, is_deduplicated
+from scraper.items import content_hash, is_deduplicated, utc_stamp
 from scraper.layout import DataLayout
 from scraper.stores.sqlite import SqliteMapping
 
@@ -103,7 +102,7 @@ class ContentHashDedup:
     def open_spider(self) -> None:
         reset = reset_requested(self.crawler, STORE_KIND)
         with round_closed_when_full():
-            self.store = self.open_store(self.crawler.spider, run_started() if reset else "")
+            self.store = self.open_store(self.crawler.spider, utc_stamp() if reset else "")
 
     def close_spider(self) -> None:
         for digest in list(self.in_flight):  # claimed, never written: free them at once
@@ -148,11 +147,6 @@ class ContentHashDedup:
         if digest in self.in_flight:
             self.in_flight.discard(digest)
             self.store.release(digest)
-
-
-def run_started() -> str:
-    """Now, as items stamp ``collected_at``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def open_sqlite_store(layout: DataLayout, spider: str,

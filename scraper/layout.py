@@ -35,7 +35,7 @@ from scrapy.settings import BaseSettings
 from scraper.sharding import Shard
 
 SHARD_DELTAFETCH_DB_NAME = "deltafetch.sqlite"
-"""Earlier versions kept one store per spider-shard: ``deltafetch/{spider}-{i}of{N}/`` + this."""
+"""A legacy per-shard deltafetch store is ``deltafetch/{spider}-{i}of{N}/`` + this."""
 
 
 def worker_slug(spider: str, shard: Shard) -> str:
@@ -94,13 +94,13 @@ class DataLayout:
         return self.state_dir / "contenthash"
 
     def shard_deltafetch_dbs(self, spider: str) -> list[Path]:
-        """Per-shard stores earlier versions left, to be merged into :meth:`deltafetch_db`."""
+        """Legacy per-shard stores present, to be merged into :meth:`deltafetch_db`."""
         return sorted(path / SHARD_DELTAFETCH_DB_NAME
                       for path in _shard_named(self.deltafetch_dir, spider, "")
                       if (path / SHARD_DELTAFETCH_DB_NAME).is_file())
 
     def shard_contenthash_dbs(self, spider: str) -> list[Path]:
-        """Per-shard stores earlier versions left, to be merged into :meth:`contenthash_db`."""
+        """Legacy per-shard stores present, to be merged into :meth:`contenthash_db`."""
         return sorted(_shard_named(self.contenthash_dir, spider, ".sqlite"))
 
     def worker_lock(self, spider: str, shard: Shard) -> Path:

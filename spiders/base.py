@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +16,7 @@ from twisted.python.failure import Failure
 from scraper.config import CollectorConfig, SpiderConfig
 from scraper.diskspace import is_disk_full
 from scraper.downloadermiddlewares.retry import GAVE_UP
-from scraper.items import CollectedItem
+from scraper.items import CollectedItem, utc_stamp
 from scraper.outcome import failure_cause, note_error
 from scraper.sharding import UNSHARDED, Shard
 from scraper.spiderargs import (
@@ -103,8 +102,6 @@ class CollectorSpider(scrapy.Spider):
         if failure.check(HttpError):
             note_error(self.crawler.stats, f"HTTP {exc.response.status} at {url}")
             failure.raiseException()
-        if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
-            return
         note_error(self.crawler.stats, failure_cause(exc, url))
         kind = global_object_name(type(exc))  # as Scrapy names them: module.Class
         self.crawler.stats.inc_value(f"{self.name}/failed_requests")
@@ -122,5 +119,5 @@ class CollectorSpider(scrapy.Spider):
     def stamp(self, item: CollectedItem) -> CollectedItem:
         item["spider"] = self.name
         item["shard"] = str(self.shard)
-        item["collected_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        item["collected_at"] = utc_stamp()
         return item

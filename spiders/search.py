@@ -409,7 +409,7 @@ class SearchSpider(CollectorSpider):
             self._abandon(state, sweep_id, probe)
             return
         # A count from a search that timed out is too low: never plan on it.
-        if body.get("incomplete_results") is True and self.incomplete(response, body):
+        if self.incomplete(response, body):
             yield self.probe_request(state, sweep_id, probe, response.meta["tries"] + 1)
             return
         total = body.get("total_count")
