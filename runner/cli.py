@@ -114,7 +114,7 @@ EXTRA_COMMANDS: list[tuple[str, Callable[..., None]]] = []
 EXTRA_COMMANDS.append(("watchdog", register_watchdog))
 EXTRA_COMMANDS.append(("size", register_size))
 EXTRA_COMMANDS.append(("install-cron", register_install_cron))
-# The dataset (issue 14): the catalog and what is made from it.
+# The dataset (runner/dataset/): the catalog and what is made from it.
 EXTRA_COMMANDS.extend(dataset_commands())
 COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
 

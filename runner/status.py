@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from runner.budgetstatus import budget_rows, render_budget
@@ -15,6 +12,7 @@ from runner.outcome import ShardHealth, shard_health
 from runner.pidfile import running_pid
 from scraper.budget.limits import ANONYMOUS, identity_for_token, identity_label
 from scraper.config import CollectorConfig
+from scraper.diskspace import data_size
 from scraper.layout import DataLayout
 from scraper.statefile import SlotRecord, StatusFile, WorkerRecord, read_status, read_worker
 from scraper.units import format_duration, format_size
@@ -23,17 +21,8 @@ from scraper.urlmask import is_masked
 WIDTH = 80
 """Columns of every line ``status`` prints: an ssh session on a phone."""
 
-def data_size(root: Path) -> int:
-    total = 0
-    for directory, _, files in os.walk(root):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(directory, name)).st_blocks * 512
-    return total
-
-
 def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
-               now: float, health: ShardHealth | None = None) -> dict[str, Any]:
+               now: float, health: ShardHealth) -> dict[str, Any]:
     """One row of ``status --json``'s ``workers``: the runner's slot joined with its worker's
     own file, when that file is this round's; ``health`` is the shard's verdict."""
     row = asdict(slot)
@@ -45,8 +34,8 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
     # The worker's own counter outlives runner restarts; the slot's counts this runner only.
     row["items_total"] = max(live.items_total if live else 0,
                              slot.items_total + (row["items_round"] if running else 0))
-    row["health"] = health.verdict if health else "new"
-    row["health_reason"] = health.reason if health and health.reason else None
+    row["health"] = health.verdict
+    row["health_reason"] = health.reason or None
     row["first_error"] = live.first_error if live else None
     row["pages"] = this_round.pages if this_round else 0
     row["uss_mb"] = live.uss_mb if running and live is not None else None

@@ -9,6 +9,7 @@ disk first — goes through :func:`report_disk_full`: one ``disk full:`` line, o
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -153,3 +154,13 @@ class DiskReserve:
 
     def release(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def data_size(root: Path) -> int:
+    """Bytes on disk under ``root`` (allocated blocks, as ``du``), links not followed."""
+    total = 0
+    for directory, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(directory, name)).st_blocks * 512
+    return total

@@ -29,9 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 STATE_VERSION = 2
-"""Bumped when a field changes meaning; readers of an older file get defaults for new fields.
-2: a worker's round outcome (requests, responses by class, first error, empty listings) and
-its counters kept across rounds and runner restarts (``items_total``, ``failed_rounds``)."""
+"""Bumped when a field changes meaning; readers of an older file get defaults for new fields."""
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 

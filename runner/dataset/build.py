@@ -266,7 +266,7 @@ def _utc_now() -> str:
 def _take_samples(conn: Any, layout: DataLayout) -> None:
     """What only the live data dir can tell later plots: its size and the GitHub budget now."""
     from runner.budgetstatus import budget_rows
-    from runner.status import data_size
+    from scraper.diskspace import data_size
 
     now = _utc_now()
     conn.execute("BEGIN IMMEDIATE")

@@ -5,14 +5,12 @@ healthy collector prints nothing. Healthy means running *and* collecting: see "O
 It reads the runner's pidfile (the lock is the truth about whether a runner is alive) and
 ``state/status.json``, and asks psutil about the processes.
 
-A worker slot is healthy when the status says ``running`` and its pid is a live child of the
-runner, or ``sleeping`` with its next round not overdue. The collector is down when the runner is
-gone, when fewer than N slots are healthy (default: all the plan's), or when the status is stale
-(not written for 3 × ``round_interval`` + 60 s: the runner's loop writes it every 2 s, so it is
-hung). A live runner is stopped first (SIGTERM, SIGKILL after ``stop_timeout`` + 5 s), then the
-command line recorded in ``state/runner-command.json`` (only ever a ``python -m runner`` run, see
-:mod:`runner.ops.restart`) is started again in its own session, in its recorded directory, with
-its output appended to ``logs/runner.log``. Exactly two lines are printed::
+Whether the processes are alive is :mod:`runner.ops.liveness`'s rule (N healthy slots; default:
+all the plan's). A live runner is stopped first (SIGTERM, SIGKILL after ``stop_timeout`` + 5 s),
+then the command line recorded in ``state/runner-command.json`` (only ever a ``python -m
+runner`` run, see :mod:`runner.ops.restart`) is started again in its own session, in its
+recorded directory, with its output appended to ``logs/runner.log``. Exactly two lines are
+printed::
 
     collector down: 12/20 workers (runner pid 4242 alive); restarting
     collector restarted: 20 workers
