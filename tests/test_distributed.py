@@ -727,3 +727,29 @@ def test_the_cap_frontier_holds_on_redis(collector: Collector, redis_url: str,
         seen |= set(fetched)
         time.sleep(1.2)  # round_interval: the next crawl is a new round
     assert seen == site and rounds >= 4, sorted(site - seen)
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_waiting_to_join_takes_nothing_from_the_queue(
+        collector: Collector, redis_url: str, fake_docs_factory: Any) -> None:
+    import redis
+    import scrapy
+
+    from scraper.distributed import serializer
+    from scraper.distributed.keys import Keys
+
+    docs = fake_docs_factory(sites=1, pages=3)
+    site = f"{docs.url()}/site0/"
+    collector.configure(docs_urls=[site])
+    keys, client = Keys(), redis.Redis.from_url(redis_url)
+    # Another worker holds the seed lock of an active round and has queued a page of it.
+    page = scrapy.Request(f"{site}page1.html", meta={"site": site})
+    entry = page.to_dict() | {"callback": "parse", "errback": "request_failed"}
+    client.zadd(keys.requests("docs"), {serializer.dumps(entry): 0})
+    client.hset(keys.round("docs"), mapping={"id": "1", "state": "active"})
+    client.set(keys.seed_lock("docs"), "another worker", px=3000)
+    result = collector.crawl("docs", None, env=collector.env(COLLECTOR_REDIS_URL=redis_url),
+                             timeout=90)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert " ERROR: " not in collector.log("docs")
+    assert f"{site}page1.html" in {item["url"] for item in collector.items("docs")}

@@ -117,6 +117,7 @@ class SpiderRound:
         self.busy_ttl = busy_ttl
         self.working = False  # this worker holds work taken from Redis
         self.round_id = 0
+        self.joined = False  # the spider has joined or seeded a round: its per-round state is set
         self._pop_token = secrets.token_hex(8)
         client = link.client
         self._pop_start = client.register_script(POP_START)

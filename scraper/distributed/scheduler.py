@@ -64,6 +64,10 @@ class RoundQueue(PriorityQueue):
 
     def pop(self, timeout: int = 0) -> Request | None:
         spider_round = get_round(self.server.link, Keys(_prefix(self.spider)), self.spider.name)
+        if not spider_round.joined:
+            # Another worker's requests may be queued while this one still waits for the seed
+            # lock; a response parsed now would miss the round's state (docs' site_urls).
+            return None
         while data := spider_round.pop_request(self.key):
             try:
                 return self._decode_request(data)

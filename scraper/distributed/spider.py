@@ -127,6 +127,8 @@ class DistributedSpider(RedisMixin):
             except RedisUnavailable:
                 if not await self.link.wait_until_up(lambda: engine_closing(self.crawler)):
                     return
+        self.round.joined = True
+        self._wake()  # the scheduler held back the queue until now
         self.crawler.stats.set_value("distributed/round", self.round.round_id)
         while True:
             try:
