@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 STYLES = {
-    "runner": ("this runner", "o-", "tab:blue"),
+    "runner": ("this runner (autoscaled)", "o-", "tab:blue"),
+    "runner-all": ("this runner, all workers at once", "x", "tab:cyan"),
     "predecessor": ("predecessor (requests)", "s--", "tab:red"),
     "scrapy-crawl": ("scrapy crawl docs (1 process)", "D", "tab:green"),
     "plain-scrapy": ("plain Scrapy (1 process)", "^", "tab:purple"),

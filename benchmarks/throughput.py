@@ -14,6 +14,8 @@ Two workloads, each a set of fake documentation sites (``full``: 20 sites × 300
 Contenders, each on the whole site set, one after the other against the same server:
 
 * ``runner-N``: ``python -m runner --workers N --once --spiders docs`` (the collector);
+* ``runner-N all at once``: the same with ``autoscale.min_concurrency: N`` (every worker
+  crawls from the start: the layout without the autoscaled pool), for the largest N;
 * ``scrapy crawl docs``: the collector's spider in one process, no runner;
 * ``plain Scrapy``: a stock Scrapy process with the same extraction (``plain_scrapy.py``);
 * ``predecessor-N``: the predecessor's design (``predecessor.py``);
@@ -108,7 +110,7 @@ class Launch:
 @dataclass(frozen=True)
 class Contender:
     name: str
-    family: str  # runner / scrapy-crawl / plain-scrapy / predecessor / predecessor-pid / crawlee
+    family: str  # runner, runner-all, scrapy-crawl, plain-scrapy, predecessor(-pid), crawlee
     workers: int
     prepare: Callable[[Path, list[str]], Launch]
     skip_reason: str | None = None
@@ -134,15 +136,20 @@ COLLECTOR_SETTINGS: dict[str, Any] = {}
 """Extra Scrapy settings for the collector's contenders (``--set``), to try a settings change."""
 
 
-def runner_contender(workers: int) -> Contender:
+def runner_contender(workers: int, all_at_once: bool = False) -> Contender:
+    """The runner; ``all_at_once``: every worker crawls from the start (autoscale's minimum =
+    the plan), the layout without the autoscaled pool."""
     def prepare(home: Path, urls: list[str]) -> Launch:
-        config = write_collector_config(home, urls, settings=COLLECTOR_SETTINGS)
+        autoscale = {"autoscale": {"min_concurrency": workers}} if all_at_once else {}
+        config = write_collector_config(home, urls, settings=COLLECTOR_SETTINGS, **autoscale)
         items = home / "data" / "items" / "docs"
         return Launch(
             [*runner_command(), "--config", str(config),
              "--workers", str(workers), "--once", "--spiders", "docs"],
             home, collector_env(config), lambda: first_file_seen(items, "*.jsonl*"),
             _collector_report(home))
+    if all_at_once:
+        return Contender(f"runner-{workers} all at once", "runner-all", workers, prepare)
     return Contender(f"runner-{workers}", "runner", workers, prepare)
 
 
@@ -196,6 +203,7 @@ def contenders(workers: tuple[int, ...]) -> list[Contender]:
         scrapy_crawl_contender(),
         plain_scrapy_contender(),
         *(runner_contender(n) for n in workers),
+        runner_contender(max(workers), all_at_once=True),
         *(predecessor_contender(n) for n in workers),
         predecessor_contender(max(workers), "pid"),
         crawlee_contender(),

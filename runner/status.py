@@ -45,7 +45,7 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
         row["state"] = "redis-wait"  # paused: its Redis is unreachable
     next_at = slot.next_round_at
     row["next_round_in"] = max(0.0, next_at - now) if next_at else None
-    if not runner_alive and row["state"] in ("running", "sleeping", "restarting"):
+    if not runner_alive and row["state"] in ("running", "sleeping", "queued", "restarting"):
         row["state"] = "down"
     return row
 
@@ -73,7 +73,8 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     runner["finished"] = bool(recorded and not runner["alive"] and status.runner.once
                               and status.workers and all(
                                   slot.state in ("done", "failed") for slot in status.workers))
-    up = sum(1 for w in workers if w["state"] in ("running", "sleeping", "redis-wait"))
+    up = sum(1 for w in workers
+             if w["state"] in ("running", "sleeping", "queued", "redis-wait"))
     totals = {
         "items": sum(w["items_total"] for w in workers),
         "data_bytes": data_size(layout.root) if layout.root.exists() else 0,
@@ -135,6 +136,12 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"runner pid {runner['pid']} up {up}, status {format_duration(updated)} "
                      "old")
         lines.append(runner.get("plan", ""))
+        if runner.get("concurrency") and runner.get("concurrency_range"):
+            low, high = runner["concurrency_range"]
+            cpu = runner.get("cpu_ratio")
+            cpu_text = f", CPU {cpu:.0%}" if cpu is not None else ""
+            lines.append(f"crawling at once: up to {runner['concurrency']} (autoscaled "
+                         f"{low}–{high}{cpu_text})")
     elif runner.get("finished"):
         ended = format_duration(time.time() - (runner.get("updated_at") or 0))
         lines.append(f"runner finished its --once run {ended} ago (pid {runner.get('pid')})")

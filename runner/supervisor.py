@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from runner.autoscale import AutoscaledPool, cpu_cores
 from runner.dataset.schedule import CatalogSchedule
 from runner.memory import MemoryGuard
 from runner.outcome import once_summary, round_failed
@@ -61,8 +62,9 @@ TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
 STATUS_INTERVAL = 2.0
 """Seconds between writes of ``status.json`` (the watchdog judges a runner hung by its age)."""
-WAITING_STATES = ("starting", "sleeping", "restarting", "disk_full")
-"""Slot states that fork a worker once ``next_start`` is due."""
+WAITING_STATES = ("starting", "sleeping", "restarting", "disk_full", "queued")
+"""Slot states that fork a worker once ``next_start`` is due (``queued``: due, waiting for a
+turn in the autoscaled pool)."""
 
 PRELOAD_MODULES = (
     "scrapy.cmdline", "scrapy.crawler", "scrapy.core.engine", "scrapy.core.scheduler",
@@ -121,7 +123,7 @@ class SlotState:
     """What the supervisor knows of one planned worker."""
 
     slot: WorkerSlot
-    state: str = "starting"  # starting / running / sleeping / restarting / failed / done
+    state: str = "starting"  # starting / queued / running / sleeping / restarting / failed / done
     pid: int | None = None
     rounds: int = 0
     failures: int = 0  # in a row
@@ -179,6 +181,11 @@ class Supervisor:
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
         self.catalog = CatalogSchedule(config, config_path, enabled=not once)
+        autoscale = config.autoscale
+        self.pool = AutoscaledPool(
+            minimum=autoscale.min_concurrency or cpu_cores(),
+            maximum=min(autoscale.max_concurrency or plan.total, plan.total),
+            max_used_cpu_ratio=autoscale.max_used_cpu_ratio)
         # Distributed mode: this runner's heartbeat in Redis (connects per beat: no socket may
         # be open in the parent when it forks).
         self.redis_url = redis_url
@@ -232,8 +239,10 @@ class Supervisor:
             self.catalog.tick()
             self._write_status_if_due()
             now = time.monotonic()
-            self._sleep(min([TICK] + [max(0.0, s.next_start - now) for s in self.slots
-                                      if s.state in WAITING_STATES]))
+            # Due slots that could not start (a turn, memory, disk) are looked at again on the
+            # next tick, or sooner when a worker ends (SIGCHLD wakes the loop).
+            self._sleep(min([TICK] + [s.next_start - now for s in self.slots
+                                      if s.state in WAITING_STATES and s.next_start > now]))
         if self.stopping:
             self._stop_workers()
         self.catalog.stop()
@@ -270,10 +279,17 @@ class Supervisor:
 
     def _start_due(self) -> None:
         now = time.monotonic()
-        due = [s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now]
+        # The longest waiting first: a queued round goes before one that just became due.
+        due = sorted((s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now),
+                     key=lambda s: s.next_start)
+        running = len(self.by_pid)
+        waiting = max(0, len(due) - (self.pool.desired - running))
+        turns = max(0, self.pool.update(waiting, now) - running)
         if due and not self._disk_has_room():
             return
-        for state in due:
+        for state in due[turns:]:
+            state.state = "queued"
+        for state in due[:turns]:
             if self.guard.low_memory():
                 if not self.memory_warned:
                     logger.warning("available memory below 10%% of the budget: delaying new "
@@ -453,7 +469,10 @@ class Supervisor:
             # Distributed mode: which Redis (status connects with its own URL) and whether it
             # answers.
             redis_url=mask_url(self.redis_url) if self.redis_url else None,
-            redis=self.beacon.state if self.beacon else None)
+            redis=self.beacon.state if self.beacon else None,
+            concurrency=self.pool.desired, concurrency_range=[self.pool.minimum,
+                                                              self.pool.maximum],
+            cpu_ratio=self.pool.cpu_ratio)
         return StatusFile(runner, [state.record(wall, mono) for state in self.slots])
 
     def _write_status(self, force: bool = False) -> None:

@@ -41,7 +41,7 @@ RESOURCES = ("core", "search")
 
 TOP_LEVEL_KEYS = (
     "data_dir", "github", "spiders", "round_interval", "stop_timeout", "memory_budget",
-    "logs_keep_days", "notify", "redis_url", "catalog_interval", "health",
+    "logs_keep_days", "notify", "redis_url", "catalog_interval", "health", "autoscale",
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
@@ -189,6 +189,21 @@ class HealthConfig:
         return HEALTH_MAX_ROUND_INTERVALS * round_interval + HEALTH_MAX_ROUND_SLACK
 
 
+AUTOSCALE_MAX_USED_CPU_RATIO = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class AutoscaleConfig:
+    """How many planned workers crawl at once (runner/autoscale.py)."""
+
+    min_concurrency: int | None = None
+    """Workers that may always crawl at once; None: the CPU cores."""
+    max_concurrency: int | None = None
+    """Never more than this many at once; None: every planned worker."""
+    max_used_cpu_ratio: float = AUTOSCALE_MAX_USED_CPU_RATIO
+    """Machine CPU use (0–1) from which no more workers start, and fewer are let start."""
+
+
 SpiderConfig = TrendingConfig | SearchConfig | DocsConfig
 
 
@@ -211,6 +226,7 @@ class CollectorConfig:
     catalog_interval: float = 3600.0
     """Seconds between the runner's catalog builds; 0 = never."""
     health: HealthConfig = field(default_factory=HealthConfig)
+    autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)
     source: str | None = None  # the file it came from, None for the built-in defaults
 
     def spider(self, name: str) -> SpiderConfig:
@@ -473,6 +489,7 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
         "health": lambda path, value: _section(r, path, value, HealthConfig, {
             "failed_rounds": lambda path, value: r.integer(path, value, 1),
             "max_round": _optional(r.positive_duration)}),
+        "autoscale": lambda path, value: _autoscale(r, path, value),
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")
@@ -481,6 +498,26 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
     values.update(values.pop("spiders", {}))
     values.setdefault("data_dir", base_dir / "data")
     return CollectorConfig(**values, source=label)
+
+
+def _autoscale(r: _Reader, path: str, value: Any) -> AutoscaleConfig:
+    def concurrency(path: str, value: Any) -> int:
+        return r.integer(path, value, 1, 10000)
+
+    def ratio(path: str, value: Any) -> float:
+        number = r.number(path, value, 0.05)
+        if number > 1:
+            r.bad(path, value, "a share of the CPU from 0.05 to 1 (0.9 = 90%)")
+        return number
+
+    config = _section(r, path, value, AutoscaleConfig, {
+        "min_concurrency": _optional(concurrency), "max_concurrency": _optional(concurrency),
+        "max_used_cpu_ratio": ratio})
+    if (config.min_concurrency and config.max_concurrency
+            and config.min_concurrency > config.max_concurrency):
+        r.fail(f"{path}.min_concurrency", f"{config.min_concurrency} is above max_concurrency "
+               f"{config.max_concurrency}")
+    return config
 
 
 def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:

@@ -165,6 +165,9 @@ class RunnerRecord:
     disk_full_since: float | None = None
     redis_url: str | None = None  # password masked
     redis: dict[str, Any] | None = None  # the Redis beacon's state, when distributed
+    concurrency: int | None = None  # workers that may crawl at once now (runner/autoscale.py)
+    concurrency_range: list[int] | None = None  # its minimum and maximum
+    cpu_ratio: float | None = None  # the machine's CPU use it was judged on (0–1)
 
     def launch(self) -> RunnerLaunch:
         return RunnerLaunch(self.command, self.cwd, self.config, self.once)
@@ -177,7 +180,7 @@ class SlotRecord:
     spider: str = ""
     shard: str = ""
     slug: str = ""
-    state: str = ""  # starting / running / sleeping / restarting / disk_full / failed / done
+    state: str = ""  # starting, queued, running, sleeping, restarting, disk_full, failed, done
     pid: int | None = None  # the running worker
     round_pid: int | None = None  # the latest round's worker, running or not
     rounds: int = 0

@@ -2,7 +2,8 @@
 psutil. (Whether they collect anything is :mod:`runner.outcome`'s question.)
 
 A worker slot is healthy when the status says ``running`` and psutil agrees that its pid is a
-live child of the runner, or ``sleeping`` with its next round not overdue. The collector is down
+live child of the runner, ``sleeping`` with its next round not overdue, or ``queued`` (its round
+is due and waits for a turn in the autoscaled pool). The collector is down
 when the runner is gone, when fewer than the required slots are healthy, or when the status is
 stale: the runner's loop writes it every 2 s, so a status not written for 3 × ``round_interval``
 + 60 s means a hung runner.
@@ -86,6 +87,8 @@ def slot_problems(workers: list[SlotRecord], runner_pid: int | None, now: Clocks
         if slot.state == "running":
             if slot.pid not in children:
                 problems[slot.slug] = ("running", slot.pid)
+        elif slot.state == "queued":
+            continue  # due, waiting for a turn to crawl (runner/autoscale.py): the runner's choice
         elif slot.state == "sleeping":
             due_in = now.until(slot.next_round_at, slot.next_round_monotonic)
             if due_in is None or due_in + SLEEP_GRACE < 0:
