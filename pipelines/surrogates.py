@@ -26,6 +26,8 @@ def replace_lone_surrogates(value: Any) -> tuple[Any, int]:
     """``value`` with every lone surrogate in its strings (nested in lists and dicts too)
     replaced by U+FFFD, and how many were replaced."""
     if isinstance(value, str):
+        if value.isascii():  # O(1) in CPython: most fields, and no regex pass over them
+            return value, 0
         return _LONE_SURROGATE.subn("\ufffd", value)
     if isinstance(value, list):
         pairs = [replace_lone_surrogates(v) for v in value]

@@ -148,6 +148,10 @@ class Command(ScrapyCrawlCommand):
             print(f"{label}: logging to {self.settings['LOG_FILE']}", file=sys.stderr)
         # On a full disk a log line can't be written: drop it rather than print a traceback.
         logging.raiseExceptions = False
+        # Scrapy logs a DEBUG line per page and per item ("Crawled", "Scraped", duplicates
+        # dropped) and leaves its loggers at NOTSET, so each builds a LogRecord that the handler
+        # then drops: at the handler's level, the logger drops them before they are built.
+        logging.getLogger("scrapy").setLevel(self.settings["LOG_LEVEL"])
         super().run(args, opts)
         if self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
