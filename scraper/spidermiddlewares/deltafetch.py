@@ -87,6 +87,7 @@ class ShardedDeltaFetch(DeltaFetch):
         middleware._pending = {}       # id(item) → key of the page it came from
         middleware._open_pages = set()  # pages whose output is still being read
         middleware._awaiting = set()    # pages whose item passed before their output ended
+        middleware._links = {}          # page → its links, while its item is in the pipelines
         middleware._replayed = set()    # recorded pages whose links were replayed this round
         middleware._redirects = {}      # page → (its URL, keys of URLs that redirected to it)
         middleware.crawler = crawler
@@ -138,12 +139,14 @@ class ShardedDeltaFetch(DeltaFetch):
                 else:
                     self._pending[id(element)] = page
                 yield element
-            # A recorded page always has its links stored: links first, or both at once.
-            with skipped_when_full():
-                if page in self._awaiting:
+            # A recorded page always has its links stored, in the same transaction: now if its
+            # item is written already, else when it is (a page without an item is never
+            # recorded, and its links are never read).
+            if page in self._awaiting:
+                with skipped_when_full():
                     self._record(page, followed)
-                else:
-                    self.db.set_links(page, followed)
+            elif page in self._pending.values():  # few: the items in the pipelines
+                self._links[page] = followed
         finally:
             self._open_pages.discard(page)
             self._awaiting.discard(page)
@@ -220,7 +223,7 @@ class ShardedDeltaFetch(DeltaFetch):
         if page in self._open_pages:
             self._awaiting.add(page)
         else:
-            self._record(page)
+            self._record(page, self._links.pop(page, None))
 
     def item_dropped(self, item: Any, exception: BaseException | None = None,
                      **kwargs: Any) -> None:
@@ -229,4 +232,6 @@ class ShardedDeltaFetch(DeltaFetch):
         if isinstance(exception, DuplicateItem):
             self.item_passed(item)
         else:
-            self._pending.pop(id(item), None)
+            page = self._pending.pop(id(item), None)
+            if page is not None and page not in self._pending.values():
+                self._links.pop(page, None)
