@@ -73,6 +73,12 @@ INVALID = [
      "'GITHUB TOKEN'", "an environment variable name"),
     ("empty-query", "spiders:\n  search:\n    queries: ['ok', '  ']\n",
      "spiders.search.queries[1]", "'  '", "a search query"),
+    ("cpu-ratio-above-one", "autoscale:\n  max_used_cpu_ratio: 90\n",
+     "autoscale.max_used_cpu_ratio", "90", "a share of the CPU from 0.05 to 1"),
+    ("concurrency-zero", "autoscale:\n  min_concurrency: 0\n", "autoscale.min_concurrency",
+     "0", "an integer from 1 to 10000"),
+    ("concurrency-min-above-max", "autoscale:\n  min_concurrency: 8\n  max_concurrency: 4\n",
+     "autoscale.min_concurrency", None, "8 is above max_concurrency 4"),
 ]
 YAML_ERROR = "spiders:\n  trending:\n    periods: [daily, weekly\ndata_dir: x\n"
 

@@ -249,6 +249,9 @@ def test_dupefilter_uses_the_project_fingerprinter(redis_url: str) -> None:
 def test_scheduler_persists_queue_and_dupefilter_after_close(redis_url: str) -> None:
     from scrapy import Request
 
+    from scraper.distributed.connection import get_link
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.rounds import get_round
     from scraper.distributed.scheduler import RedisScheduler
 
     crawler = crawler_for(redis_url)
@@ -262,9 +265,13 @@ def test_scheduler_persists_queue_and_dupefilter_after_close(redis_url: str) -> 
     # scrapy-redis deletes both on close unless SCHEDULER_PERSIST: other workers still use them.
     assert client.zcard("hubcollect:t:requests") == 2
     assert client.scard("hubcollect:t:dupefilter") == 2
-    # A second worker takes the requests over; its pop marks it busy in the round.
+    # A second worker takes the requests over once it has joined the round; its pop marks it
+    # busy in the round.
     other = RedisScheduler.from_crawler(crawler_for(redis_url))
     other.open(crawler.spider)
+    assert other.next_request() is None  # not joined yet: nothing taken
+    assert client.zcard("hubcollect:t:requests") == 2
+    get_round(get_link(redis_url), Keys(), "t").joined = True
     assert other.next_request().url in ("http://h/1", "http://h/2")
     assert client.zcard("hubcollect:t:busy") == 1
 

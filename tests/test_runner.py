@@ -103,7 +103,8 @@ def test_killed_worker_is_restarted_and_its_shard_completes(
     docs = fake_docs_factory(sites=2, pages=40, latency_ms=60)
     collector = Collector(tmp_path / "c")
     collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)],
-                        spiders={"docs": {"settings": {"CONCURRENT_REQUESTS": 2}}})
+                        spiders={"docs": {"settings": {"CONCURRENT_REQUESTS": 2}}},
+                        autoscale={"min_concurrency": 2})
     runner = collector.start_runner("--workers", "2", "--once", "--spiders", "docs")
     try:
         pids = wait_for(lambda: len(running_worker_pids(collector)) == 2
@@ -141,7 +142,9 @@ def test_sigterm_mid_round_stops_everything_and_stores_open(
         tmp_path: Path, fake_docs_factory: Any) -> None:
     docs = fake_docs_factory(sites=4, pages=60, latency_ms=150)
     collector = Collector(tmp_path / "c")
-    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(4)], stop_timeout=8)
+    # Every worker crawling when the SIGTERM comes, whatever the machine's cores.
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(4)], stop_timeout=8,
+                        autoscale={"min_concurrency": 4})
     runner = collector.start_runner("--workers", "4", "--spiders", "docs")
     try:
         pids = wait_for(lambda: len(running_worker_pids(collector)) == 4
@@ -173,7 +176,8 @@ def test_sigterm_mid_round_stops_everything_and_stores_open(
 def test_sigkilled_runner_takes_its_workers_along(tmp_path: Path, fake_docs_factory: Any) -> None:
     docs = fake_docs_factory(sites=2, pages=60, latency_ms=200)
     collector = Collector(tmp_path / "c")
-    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)])
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)],
+                        autoscale={"min_concurrency": 2})
     runner = collector.start_runner("--workers", "2", "--spiders", "docs")
     try:
         pids = wait_for(lambda: len(running_worker_pids(collector)) == 2
@@ -206,7 +210,7 @@ def test_second_runner_is_refused_and_status_shows_workers(
     docs = fake_docs_factory(sites=2, pages=30, latency_ms=100)
     collector = Collector(tmp_path / "c")
     collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(2)],
-                        round_interval=300)
+                        round_interval=300, autoscale={"min_concurrency": 2})
     first = collector.start_runner("--workers", "2", "--spiders", "docs")
     try:
         wait_for(lambda: len(running_worker_pids(collector)) == 2, 30, "two running workers")
