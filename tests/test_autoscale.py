@@ -194,9 +194,12 @@ def test_a_busy_machine_keeps_to_the_minimum(collector: Collector, fake_docs_fac
 @pytest.mark.timeout(180)
 def test_an_idle_machine_lets_every_slow_worker_crawl(collector: Collector,
                                                       fake_docs_factory: Any) -> None:
-    # Slow sites: each worker mostly waits, so the CPU stays free and the pool grows.
-    docs = fake_docs_factory(sites=4, pages=40, latency_ms=400)
-    configure(collector, docs, 4, min_concurrency=1)
+    # Slow sites, two requests at a time: each worker mostly waits, for 6 s or more, so the
+    # CPU stays free and the pool grows (one a second) while the first ones still crawl.
+    docs = fake_docs_factory(sites=4, pages=40, latency_ms=300)
+    collector.configure(docs_urls=[f"{docs.url()}/site{k}/" for k in range(4)],
+                        autoscale={"min_concurrency": 1},
+                        spiders={"docs": {"settings": {"CONCURRENT_REQUESTS": 2}}})
     code, _, err, most = run_once(collector, 4)
     assert code == 0, err[-3000:]
     assert most == 4, most
