@@ -214,9 +214,16 @@ def stop(procs: list[subprocess.Popen[bytes]], timeout: float = 40) -> None:
             proc.wait()
 
 
+ALL_AT_ONCE = "min_concurrency"
+"""The runner phases let every worker crawl at once (``autoscale.min_concurrency`` = the plan):
+what is measured is the tree the memory guard plans for, not what the autoscaled pool chooses
+on this machine's CPU."""
+
+
 def phase_runner(fake: Any, home: Path, urls: list[str], scale: Scale) -> dict[str, Any]:
     config = write_collector_config(home, urls, settings=MEMORY_SETTINGS,
-                                    max_pages=scale.pages + 10)
+                                    max_pages=scale.pages + 10,
+                                    autoscale={ALL_AT_ONCE: len(urls)})
     fake.control(reset_stats=True)
     log = open(home / "runner.out", "wb")  # noqa: SIM115 - closed after the run
     with log:
@@ -283,7 +290,8 @@ def slot_rounds(status_file: Path) -> list[int] | None:
 def phase_rounds(fake: Any, home: Path, urls: list[str], scale: Scale) -> dict[str, Any]:
     early, late = scale.rounds
     config = write_collector_config(home, urls, settings=MEMORY_SETTINGS,
-                                    max_pages=scale.round_pages + 10, refresh_after=0)
+                                    max_pages=scale.round_pages + 10, refresh_after=0,
+                                    autoscale={ALL_AT_ONCE: len(urls)})
     status_file = home / "data" / "state" / "status.json"
     reached: dict[int, float] = {}  # round → when every worker had finished it
     parent: list[tuple[float, int, int]] = []  # (t, pss, uss) of the runner itself
