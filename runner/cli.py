@@ -36,9 +36,6 @@ from scraper.config import (
 from scraper.layout import DataLayout
 from scraper.urlmask import mask_argv
 
-WORKERS_PER_CORE_HINT = 4
-"""Above this many workers per core the runner says more workers won't be faster (benchmarks)."""
-
 
 def _spider_list(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
@@ -222,11 +219,6 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         return usage_error(str(exc))
     plan = make_plan(config, args.workers, args.spiders, shared_queue=bool(redis_url))
     print(plan.describe(), flush=True)
-    cores = os.cpu_count() or 1
-    if plan.total > WORKERS_PER_CORE_HINT * cores:
-        print(f"hint: {plan.total} workers on {cores} cores: with Scrapy a few workers with "
-              f"concurrency inside each give what the cores can do (benchmarks: 2-4 workers "
-              f"peak on 2 cores); more add isolation and memory, not speed", flush=True)
     if plan.total == 0:
         return usage_error("nothing to run: the chosen spiders have no start entries or weight 0")
     if redis_url:
