@@ -2,7 +2,7 @@
 
 A docs page costs a few milliseconds of CPU. Twenty workers crawling at once on two cores are
 twenty processes taking turns on them: each switch lands in another address space with cold
-caches, and every page costs about a quarter more CPU than when two or four take turns
+caches, and every page cost a third more CPU than with the pool below in the 20-worker benchmark
 (``benchmarks/README.md``). Politeness-bound crawls (a delay per site, slow servers) are the
 opposite case: each worker mostly waits, and all twenty should run.
 
