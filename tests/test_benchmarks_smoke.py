@@ -106,3 +106,17 @@ def test_catalog_tiny_measures_build_and_incremental_round(tmp_path: Path) -> No
     assert "catalog: 0 new files" in data["noop_rerun"]["stdout"]
     assert data["tables"]["trending_observations"] > 0
     assert "items/s" in result.stdout
+
+
+@pytest.mark.timeout(60)
+def test_startup_measures_every_step_of_a_forked_worker(tmp_path: Path) -> None:
+    out = tmp_path / "startup.json"
+    result = bench("benchmarks.startup", "--workers", "2", "--out", str(out))
+    data = json.loads(out.read_text())
+    assert len(data["runs"]) == 2
+    # every step was reached: a worker that failed to crawl would miss spider_opened onwards
+    assert set(data["steps"]) == {"process_options", "crawler", "spider_opened",
+                                  "engine_started", "first response", "spider_closed", "exit",
+                                  "total"}
+    assert data["steps"]["total"]["cpu_ms"] > 0 and data["steps"]["total"]["faults"] > 0
+    assert "process_options" in result.stdout
