@@ -33,12 +33,18 @@ CPU_WINDOW = 2.0
 one worker's round ending does not swing the pool."""
 
 
-def cpu_cores() -> int:
-    """CPUs this process may run on (its affinity, e.g. ``taskset`` or a cpuset)."""
+def allowed_cpus() -> list[int] | None:
+    """The CPU numbers this process may run on, or None where that is unknown."""
     try:
-        return len(os.sched_getaffinity(0))
+        return sorted(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        return None
+
+
+def cpu_cores() -> int:
+    """How many CPUs this process may run on (its affinity, e.g. ``taskset`` or a cpuset)."""
+    cpus = allowed_cpus()
+    return len(cpus) if cpus is not None else os.cpu_count() or 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,19 +55,28 @@ class CpuSample:
 
 
 class Snapshotter:
-    """The machine's CPU use over a recent window, from ``/proc/stat`` (psutil)."""
+    """The CPU use of the CPUs this process may run on, over a recent window (``/proc/stat``
+    through psutil). Time spent at a positive nice value (the catalog child) does not count as
+    busy: the workers take that CPU whenever they want it."""
 
     def __init__(self, window: float = CPU_WINDOW) -> None:
         self.window = window
         self.samples: deque[CpuSample] = deque()
+        self.cpus = allowed_cpus()
 
     def sample(self, now: float | None = None) -> None:
-        times = psutil.cpu_times()
-        idle = times.idle + getattr(times, "iowait", 0.0)
-        total = sum(times)
-        # guest time is counted in user time too (psutil's own cpu_percent leaves it out)
-        total -= getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
-        self.add(CpuSample(time.monotonic() if now is None else now, total - idle, total))
+        per_cpu = psutil.cpu_times(percpu=True)
+        if self.cpus is not None:
+            per_cpu = [per_cpu[i] for i in self.cpus if i < len(per_cpu)] or per_cpu
+        busy = total = 0.0
+        for times in per_cpu:
+            # guest time is counted in user time too (psutil's own cpu_percent leaves it out)
+            cpu_total = sum(times) - getattr(times, "guest", 0.0) - getattr(
+                times, "guest_nice", 0.0)
+            free = times.idle + getattr(times, "iowait", 0.0) + getattr(times, "nice", 0.0)
+            busy += cpu_total - free
+            total += cpu_total
+        self.add(CpuSample(time.monotonic() if now is None else now, busy, total))
 
     def add(self, sample: CpuSample) -> None:
         self.samples.append(sample)

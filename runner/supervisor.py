@@ -282,13 +282,18 @@ class Supervisor:
         # The longest waiting first: a queued round goes before one that just became due.
         due = sorted((s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now),
                      key=lambda s: s.next_start)
-        running = len(self.by_pid)
-        waiting = max(0, len(due) - (self.pool.desired - running))
-        turns = max(0, self.pool.update(waiting, now) - running)
         if due and not self._disk_has_room():
+            self.pool.update(0, now)  # nothing can start: no reason to grow
             return
+        running = len(self.by_pid)
+        # Rounds held back by low memory are not waiting for a turn: the pool must not grow on
+        # them and then start them all at once when memory is back.
+        waiting = 0 if self.guard.low_memory() else max(
+            0, len(due) - (self.pool.desired - running))
+        turns = max(0, self.pool.update(waiting, now) - running)
         for state in due[turns:]:
-            state.state = "queued"
+            if state.state in ("starting", "sleeping"):  # a crashed one stays "restarting"
+                state.state = "queued"
         for state in due[:turns]:
             if self.guard.low_memory():
                 if not self.memory_warned:
@@ -396,6 +401,8 @@ class Supervisor:
                 state = self.by_pid.pop(pid, None)
                 if state:
                     self._finished(state, status)
+                else:
+                    self.catalog.reaped(pid, status)
         for state in self.slots:
             if state.state not in ("failed", "done"):
                 state.state = "stopped"
