@@ -200,7 +200,7 @@ class HealthMemory:
     """``state/health.json``: the unhealthy spiders the watchdog has already reported, so it
     says so once when it begins and once when it ends, never while it persists."""
 
-    reported: dict[str, str] = field(default_factory=dict)  # spider → the line's reason
+    reported: dict[str, str] = field(default_factory=dict)  # spider → the kind reported
     version: int = STATE_VERSION
 
 

@@ -21,7 +21,15 @@ from typing import Any
 import pytest
 
 from runner.pidfile import PidFile
-from scraper.statefile import SlotRecord, StatusFile, WorkerRecord, write_status, write_worker
+from scraper.statefile import (
+    HealthMemory,
+    SlotRecord,
+    StatusFile,
+    WorkerRecord,
+    write_health_memory,
+    write_status,
+    write_worker,
+)
 from tests.support import RUNNER, Collector, wait_for
 from tests.test_ops import Ops, Webhook
 
@@ -153,8 +161,9 @@ def test_once_cut_short_by_stop_exits_non_zero(tmp_path: Path, fake_docs_factory
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("reported_before", [None, "failing"])
 def test_a_sigstopped_worker_is_reported_after_max_round_and_restarted(
-        ops: Ops, fake_docs_factory: Any) -> None:
+        ops: Ops, fake_docs_factory: Any, reported_before: str | None) -> None:
     docs = fake_docs_factory(sites=1, pages=60, latency_ms=200)
     ops.collector.configure(docs_urls=[f"{docs.url()}/site0/"], stop_timeout=2,
                             health={"max_round": "5s"},
@@ -167,6 +176,9 @@ def test_a_sigstopped_worker_is_reported_after_max_round_and_restarted(
         quiet = ops.run("watchdog")  # not yet past max_round
         assert (quiet.returncode, quiet.stdout) == (0, "")
         time.sleep(5.5)
+        if reported_before:  # already said unhealthy for another reason: the hang is news
+            write_health_memory(ops.layout.health_memory,
+                                HealthMemory({"docs": reported_before}))
         result = ops.run("watchdog")
     finally:
         with contextlib.suppress(ProcessLookupError):  # killed by the restart

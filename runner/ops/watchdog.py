@@ -139,15 +139,18 @@ def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
               for slot in status.workers]
     current = unhealthy_spiders(shards, config.health.failed_rounds)
     memory = read_health_memory(layout.health_memory)
-    begun = [reason for spider, (_, reason) in current.items() if spider not in memory.reported]
+    # New, or a new kind of unhealth (failing, then hung): said once, and a hang restarts.
+    changed = [(kind, reason) for spider, (kind, reason) in current.items()
+               if memory.reported.get(spider) != kind]
+    begun = [reason for _, reason in changed]
     ended = [spider for spider in memory.reported if spider not in current]
-    hung = [reason for kind, reason in current.values() if kind == "hung"]
+    hung = any(kind == "hung" for kind, _ in changed)
     write_health_memory(layout.health_memory, HealthMemory(
         {spider: kind for spider, (kind, _) in current.items()}))
     if ended:
         _say_and_log(config, layout, logging.INFO, f"collector recovered: {', '.join(ended)}")
-    if hung and begun:
-        line = f"collector unhealthy: {'; '.join(hung)}; restarting"
+    if hung:
+        line = f"collector unhealthy: {'; '.join(begun)}; restarting"
         return _restart(verdict, launch, layout, config, min_workers, line)
     if begun:
         _say_and_log(config, layout, logging.WARNING,
