@@ -28,6 +28,7 @@ from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
 from scraper.items import content_hash, is_deduplicated, utc_stamp
 from scraper.layout import DataLayout
+from scraper.spiderargs import reset_requested
 from scraper.stores.sqlite import SqliteMapping
 
 STORE_KIND = "contenthash"
@@ -67,13 +68,6 @@ class SqliteContentHashStore(SqliteMapping):
 
     def release(self, digest: str) -> None:
         """Nothing was stored for a claim."""
-
-
-def reset_requested(crawler: Crawler, what: str) -> bool:
-    """``-s {WHAT}_RESET=1`` or ``-a {what}_reset=1`` (scrapy-deltafetch's two switches)."""
-    spider = crawler.spider
-    return (crawler.settings.getbool(f"{what.upper()}_RESET")
-            or bool(getattr(spider, f"{what}_reset", False)))
 
 
 class ContentHashDedup:

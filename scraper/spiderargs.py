@@ -1,6 +1,13 @@
 """The ``-a`` arguments of the collector's spiders, checked by ``scrapy crawl`` before Scrapy
 starts and by the spiders themselves."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
 RESET_ARGUMENTS = ("deltafetch_reset", "contenthash_reset")
 """scrapy-deltafetch's own switch, and ours for content: ignore what was collected before, for
 this run (the stores are kept and updated)."""
@@ -26,3 +33,9 @@ def parse_switch(name: str, value: object) -> bool:
         return False
     raise SpiderArgumentError(f"-a {name}={value!r} is not valid: expected 1 or 0 "
                               f"(true/false, yes/no)")
+
+
+def reset_requested(crawler: Crawler, what: str) -> bool:
+    """``-s {WHAT}_RESET=1`` or ``-a {what}_reset=1`` (scrapy-deltafetch's two switches)."""
+    return (crawler.settings.getbool(f"{what.upper()}_RESET")
+            or bool(getattr(crawler.spider, f"{what}_reset", False)))

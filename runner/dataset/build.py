@@ -36,6 +36,7 @@ from runner.dataset.schema import TABLE_BY_NAME, connect
 from runner.ops.joblock import exclusive_or_skip
 from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
+from scraper.items import utc_stamp
 from scraper.layout import DataLayout
 
 PROG = f"{RUNNER} catalog"
@@ -251,7 +252,7 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
             "DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes",
             [(spider, hour, n, b) for (spider, hour), (n, b) in per_hour.items()])
         conn.execute("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)",
-                     (rel, size, lines, bad, _utc_now()))
+                     (rel, size, lines, bad, utc_stamp()))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -259,16 +260,12 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
     return lines, bad
 
 
-def _utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def _take_samples(conn: Any, layout: DataLayout) -> None:
     """What only the live data dir can tell later plots: its size and the GitHub budget now."""
     from runner.budgetstatus import budget_rows
     from scraper.diskspace import data_size
 
-    now = _utc_now()
+    now = utc_stamp()
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT OR REPLACE INTO size_samples VALUES (?, ?)",
                  (now, data_size(layout.root)))

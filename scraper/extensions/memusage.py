@@ -4,7 +4,7 @@ by one timer with no log line per check.
 Scrapy's ``MemoryUsage`` reads ``ru_maxrss``: the process's peak, which ``execve`` keeps. A
 ``scrapy crawl`` started from a large process (a test runner, a notebook, a shell script run by a
 big supervisor) would begin above the limit and close at once with ``memusage_exceeded``. The
-resident set from ``/proc/self/statm`` is this process's own, and what the limit is about.
+current resident set (psutil) is this process's own, and what the limit is about.
 
 Scrapy also starts a looping call each for the ``memusage/max`` statistic, the limit and the
 warning, and the limit's logs ``Peak memory usage is …MiB`` at INFO every time: with the
@@ -16,27 +16,14 @@ and one ERROR line; ``memusage_warning_reached`` once).
 
 from __future__ import annotations
 
-import os
-
+import psutil
 from scrapy.extensions.memusage import MemoryUsage
 from scrapy.utils.asyncio import create_looping_call
-
-_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-
-
-def resident_bytes() -> int | None:
-    """The current resident set in bytes, or None where ``/proc`` is not there."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * _PAGE_SIZE
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 class ResidentMemoryUsage(MemoryUsage):
     def get_virtual_size(self) -> int:
-        resident = resident_bytes()
-        return super().get_virtual_size() if resident is None else resident
+        return int(psutil.Process().memory_info().rss)
 
     def engine_started(self) -> None:
         self._stats.set_value("memusage/startup", self.get_virtual_size())

@@ -47,6 +47,7 @@ from scrapy_deltafetch.middleware import DeltaFetch
 from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.exceptions import DuplicateItem
 from scraper.layout import DataLayout
+from scraper.spiderargs import reset_requested
 from scraper.stores.sqlite import SqliteMapping
 
 logger = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class ShardedDeltaFetch(DeltaFetch):
     def open_memory(self, spider: Spider) -> None:
         """What both stores share: ``refresh_after`` and the reset switches."""
         self.refresh_after: float | None = getattr(spider, "refresh_after", None)
-        self.forget = self.reset or bool(getattr(spider, "deltafetch_reset", False))
+        self.forget = reset_requested(self.crawler, STORE_KIND)
         self.opened_at = time.time()
         if self.forget:
             logger.warning("deltafetch reset: pages collected before are fetched again in this "
@@ -143,8 +144,7 @@ class ShardedDeltaFetch(DeltaFetch):
             # item is written already, else when it is (a page without an item is never
             # recorded, and its links are never read).
             if page in self._awaiting:
-                with skipped_when_full():
-                    self._record(page, followed)
+                self._record(page, followed)
             elif page in self._pending.values():  # few: the items in the pipelines
                 self._links[page] = followed
         finally:
