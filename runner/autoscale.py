@@ -56,8 +56,8 @@ class CpuSample:
 
 class Snapshotter:
     """The CPU use of the CPUs this process may run on, over a recent window (``/proc/stat``
-    through psutil). Time spent at a positive nice value (the catalog child) does not count as
-    busy: the workers take that CPU whenever they want it."""
+    through psutil). Niced time counts as busy: a runner started under ``nice`` spends all its
+    workers' CPU there."""
 
     def __init__(self, window: float = CPU_WINDOW) -> None:
         self.window = window
@@ -73,7 +73,7 @@ class Snapshotter:
             # guest time is counted in user time too (psutil's own cpu_percent leaves it out)
             cpu_total = sum(times) - getattr(times, "guest", 0.0) - getattr(
                 times, "guest_nice", 0.0)
-            free = times.idle + getattr(times, "iowait", 0.0) + getattr(times, "nice", 0.0)
+            free = times.idle + getattr(times, "iowait", 0.0)
             busy += cpu_total - free
             total += cpu_total
         self.add(CpuSample(time.monotonic() if now is None else now, busy, total))
