@@ -83,6 +83,8 @@ def build_parser() -> OneLineParser:
     status.add_argument("--json", action="store_true")
     status.add_argument("--redis-url", type=_redis_url, metavar="URL",
                         help="show this Redis's cluster (else the runner's, config redis_url)")
+    status.add_argument("--cluster", action="store_true",
+                        help="every box of the cluster (distributed mode) and the shared budget")
     status.set_defaults(handler=cmd_status)
 
     stop = sub.add_parser("stop", help="SIGTERM the running runner and wait until it is gone")
@@ -294,9 +296,20 @@ an init script's ``status`` says "program is not running": scripts test for it."
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.status import collect_status, render_status
 
+    if getattr(args, "cluster", False) and not config.redis_url:
+        return usage_error("status --cluster: no cluster here: give --redis-url URL (or "
+                           "redis_url in the config)")
     status = collect_status(DataLayout(config.data_dir), config.redis_url, config)
     code = 0 if status["runner"]["alive"] else NOT_RUNNING
-    text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
+    if getattr(args, "cluster", False):
+        from runner.cluster import render_cluster_view
+
+        status = {"cluster": status["cluster"], "budget": status["budget"]}
+        code, text = render_cluster_view(status)
+        if args.json:
+            text = json.dumps(status, indent=1, default=str)
+    else:
+        text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `status | head -1`: the reader had enough, which is no error

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.autoscale import AutoscaledPool, cpu_cores
+from runner.cluster import box_summary
 from runner.dataset.schedule import CatalogSchedule
 from runner.memory import MemoryGuard
 from runner.outcome import once_summary, round_failed
@@ -248,7 +249,7 @@ class Supervisor:
         self.catalog.stop()
         self._write_status(force=True)
         if self.beacon:
-            self.beacon.leave(os.getpid())
+            self.beacon.leave(os.getpid(), str(self.config.data_dir))
         code = self._exit_code()
         logger.info("stopped (exit status %d)", code)
         return code
@@ -450,7 +451,9 @@ class Supervisor:
             states[slot.state] = states.get(slot.state, 0) + 1
         return {"pid": os.getpid(), "started_at": self.started_at, "plan": self.plan.describe(),
                 "planned": self.plan.total, "states": states, "once": self.once,
-                "stopping": self.stopping, "data_dir": str(self.config.data_dir)}
+                "stopping": self.stopping, "data_dir": str(self.config.data_dir),
+                **box_summary([s.record(time.time(), time.monotonic()) for s in self.slots],
+                              self.disk_full_since)}
 
     def _launch(self) -> RunnerLaunch:
         return RunnerLaunch(command=self.command, cwd=os.getcwd(), config=self.config_path,

@@ -178,3 +178,12 @@ DISTRIBUTED_HEARTBEAT_INTERVAL = 2.0
 DISTRIBUTED_CLAIM_TTL = 600
 """Seconds a content hash stays claimed by a worker that has not confirmed it (a dead worker's
 claims free the content for the others after this long)."""
+DISTRIBUTED_LEASE = 15.0
+"""Seconds a worker's leases outlive its last heartbeat: the requests a killed (or cut off) box
+had taken from the shared queue go back to it this long after it stopped answering."""
+DISTRIBUTED_POLITENESS = True
+"""Cap each host at CONCURRENT_REQUESTS_PER_DOMAIN requests at once and DOWNLOAD_DELAY (or
+AutoThrottle's delay) between two, for the whole cluster (scraper/distributed/politeness.py),
+not per worker."""
+DISTRIBUTED_DOWNLOAD_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+"""The handler that sends http(s) requests once the cluster gave them their turn."""

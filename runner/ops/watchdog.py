@@ -50,6 +50,7 @@ from runner.pidfile import running_pid
 from runner.usage import PROG, TROUBLE, usage_error
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
+from scraper.settings import REDIS_KEY_PREFIX
 from scraper.statefile import (
     HealthMemory,
     RunnerLaunch,
@@ -67,6 +68,9 @@ def register(parser: argparse.ArgumentParser,
     parser.description = "Print nothing while the collector is healthy; else restart it."
     add_config_option(parser)
     add_min_workers(parser, "healthy worker slots required (default: all the plan's)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="distributed mode: also say once when another box stops "
+                             "heartbeating")
     parser.set_defaults(handler=cmd_watchdog)
 
 
@@ -74,6 +78,20 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
+    if getattr(args, "cluster", False):
+        if not config.redis_url:
+            return usage_error("watchdog --cluster: no redis_url in the config (or "
+                               "$COLLECTOR_REDIS_URL): this box is in no cluster")
+        from runner.ops.clusterwatch import watch_cluster
+
+        layout = DataLayout(config.data_dir)
+        for line in watch_cluster(config.redis_url, REDIS_KEY_PREFIX, layout.state_dir,
+                                  str(config.data_dir)):
+            print(line, flush=True)
+    return _watch_box(args, config)
+
+
+def _watch_box(args: argparse.Namespace, config: CollectorConfig) -> int:
     layout = DataLayout(config.data_dir)
     status = read_status(layout.status_file)
     # How to start the runner again: its own record, else (a runner older than that record)

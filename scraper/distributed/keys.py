@@ -13,6 +13,12 @@ Redis can serve several collectors (or test runs) side by side::
     {p}:{spider}:busy                  zset  worker id → expiry: workers with work in flight
     {p}:{spider}:popped:{worker}       hash  a worker's last pop (token, data): a pop whose
                                              answer was lost is answered again, not lost
+    {p}:{spider}:leases:{worker}       hash  lease id → queue entry a worker took and has not
+                                             finished; given back when its busy marker lapses
+    {p}:{spider}:lessees               set   workers holding leases (whom to look at)
+    {p}:{spider}:lease-seq             str   the last lease id handed out
+    {p}:polite:{host}:inflight         zset  requests being sent to a host by any box → expiry
+    {p}:polite:{host}:last             str   Redis time of the last request sent to a host
     {p}:{spider}:site:{round}:{sha1}   set   docs: URLs asked per site this round (page cap)
     {p}:{spider}:deltafetch:{key}      str   time a page was collected; TTL = refresh_after
     {p}:{spider}:links:{key}           str   JSON list of the page's links (the replay)
@@ -24,6 +30,8 @@ Redis can serve several collectors (or test runs) side by side::
     {p}:budget:etag:{identity}:{sha1}  str   last ETag of a search page; TTL 30 days
     {p}:proc:{id}                      str   a live worker process (JSON); TTL, heartbeats
     {p}:runner:{host}:{pid}            str   a live runner (JSON); TTL, heartbeats
+    {p}:boxes                          hash  box (host:data_dir) → its runner's last heartbeat
+                                             (JSON): a box that stops beating stays listed
 
 Times written into Redis for cluster decisions (rounds, busy markers) come from Redis's own
 clock (``TIME`` inside Lua), so machines with skewed clocks still agree.
@@ -90,6 +98,24 @@ class Keys:
     def popped(self, spider: str, worker: str) -> str:
         return self._spider(spider, f"popped:{worker}")
 
+    def leases(self, spider: str, worker: str) -> str:
+        return self._spider(spider, f"leases:{worker}")
+
+    def leases_prefix(self, spider: str) -> str:
+        return self._spider(spider, "leases:")
+
+    def lessees(self, spider: str) -> str:
+        return self._spider(spider, "lessees")
+
+    def lease_seq(self, spider: str) -> str:
+        return self._spider(spider, "lease-seq")
+
+    def polite_inflight(self, host: str) -> str:
+        return f"{self.prefix}:polite:{host}:inflight"
+
+    def polite_last(self, host: str) -> str:
+        return f"{self.prefix}:polite:{host}:last"
+
     def site(self, spider: str, round_id: int, site_prefix: str) -> str:
         return self._spider(spider, f"site:{round_id}:{_digest(site_prefix)}")
 
@@ -129,3 +155,7 @@ class Keys:
     @property
     def runner_pattern(self) -> str:
         return f"{self.prefix}:runner:*"
+
+    @property
+    def boxes(self) -> str:
+        return f"{self.prefix}:boxes"

@@ -28,6 +28,9 @@ SWAPS = (
 WORKER_EXTENSION = "scraper.distributed.worker.DistributedWorker"
 SCRAPY_ROBOTSTXT = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ROBOTSTXT = "scraper.downloadermiddlewares.robotstxt.SharedRobotsTxtMiddleware"
+LEASE_ACKS_SPIDER = "scraper.distributed.leases.LeaseAckSpiderMiddleware"
+LEASE_ACKS_DOWNLOADER = "scraper.distributed.leases.LeaseAckDownloaderMiddleware"
+POLITE_HANDLER = "scraper.distributed.politeness.ClusterPoliteDownloadHandler"
 
 
 def configure(settings: BaseSettings, url: str) -> None:
@@ -64,7 +67,17 @@ def configure(settings: BaseSettings, url: str) -> None:
     downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
     downloader[SCRAPY_ROBOTSTXT] = None
     downloader[ROBOTSTXT] = 100
+    # Outermost: they see what the others made of a request, last (scraper/distributed/leases.py).
+    downloader[LEASE_ACKS_DOWNLOADER] = 1
     settings.set("DOWNLOADER_MIDDLEWARES", downloader, priority="project")
+    spider_middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+    spider_middlewares[LEASE_ACKS_SPIDER] = 1
+    settings.set("SPIDER_MIDDLEWARES", spider_middlewares, priority="project")
+    if settings.getbool("DISTRIBUTED_POLITENESS"):
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        for scheme in ("http", "https"):
+            handlers[scheme] = POLITE_HANDLER
+        settings.set("DOWNLOAD_HANDLERS", handlers, priority="project")
     extensions = settings.getdict("EXTENSIONS")
     extensions[WORKER_EXTENSION] = 0
     settings.set("EXTENSIONS", extensions, priority="project")
