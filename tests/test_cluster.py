@@ -187,3 +187,26 @@ def test_status_and_watchdog_show_every_box_and_a_silent_one_once(
     again = box.runner("watchdog", "--cluster", timeout=30).stdout
     assert f"cluster: box {name} heartbeating again" in again
     assert "heartbeating again" not in box.runner("watchdog", "--cluster", timeout=30).stdout
+
+
+def test_content_hashes_are_kept_compact_and_reset_by_time(redis_url: str) -> None:  # noqa: F811
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.contenthash import RedisContentHashStore
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.writebehind import WriteBehind
+
+    link = RedisLink(redis_url)
+    writes = WriteBehind(link, None)
+    digest = "ab12" + "c" * 60
+    store = RedisContentHashStore(link, Keys(), "docs", writes, owner="a", claim_ttl=60)
+    assert store.claim(digest)
+    store.confirm(digest, "2026-12-01T10:00:00Z")
+    # 65,536 small hashes, 24 hex digits a field, Unix seconds: what keeps them listpacks.
+    assert link.client.hgetall("hubcollect:docs:ch:ab12") == {b"c" * 24: b"1796119200"}
+    assert link.client.object("encoding", "hubcollect:docs:ch:ab12") == b"listpack"
+    assert digest in store and not store.claim(digest)
+    later = RedisContentHashStore(link, Keys(), "docs", writes, owner="b", claim_ttl=60,
+                                  ignore_before="2026-12-01T10:00:01Z")
+    earlier = RedisContentHashStore(link, Keys(), "docs", writes, owner="c", claim_ttl=60,
+                                    ignore_before="2026-12-01T10:00:00Z")
+    assert later.claim(digest) and not earlier.claim(digest)  # written before a reset: new

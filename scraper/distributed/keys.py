@@ -22,7 +22,10 @@ Redis can serve several collectors (or test runs) side by side::
     {p}:{spider}:site:{round}:{sha1}   set   docs: URLs asked per site this round (page cap)
     {p}:{spider}:deltafetch:{key}      str   time a page was collected; TTL = refresh_after
     {p}:{spider}:links:{key}           str   JSON list of the page's links (the replay)
-    {p}:{spider}:contenthash           hash  content hash → collected_at: written items
+    {p}:{spider}:ch:{hhhh}             hash  written items' content hashes, in 65,536 small
+                                             hashes by the digest's first 4 hex digits: the
+                                             next 24 → collected_at (Unix seconds). Small
+                                             hashes are listpacks: ~40 bytes an item
     {p}:{spider}:claim:{hash}          str   worker id holding the hash between process_item
                                              and the item being written; TTL = claim TTL
     {p}:budget:state                   str   the GitHub budget's tables (JSON snapshot)
@@ -45,6 +48,11 @@ from dataclasses import dataclass
 from scrapy.settings import BaseSettings
 
 from scraper.settings import REDIS_KEY_PREFIX
+
+CONTENTHASH_BUCKET = 4
+"""Hex digits of a content hash naming its small hash: 65,536 of them."""
+CONTENTHASH_FIELD = 24
+"""Hex digits of a content hash kept as its field."""
 
 
 def _digest(text: str) -> str:
@@ -125,8 +133,12 @@ class Keys:
     def links(self, spider: str, key: bytes) -> str:
         return self._spider(spider, f"links:{key.hex()}")
 
-    def contenthash(self, spider: str) -> str:
-        return self._spider(spider, "contenthash")
+    def contenthash(self, spider: str, digest: str) -> tuple[str, str]:
+        """The small hash holding ``digest`` and its field there: 16 + 96 bits of the digest
+        (a collision among a billion items has odds below 10^-15), compact as Redis's listpack
+        encoding keeps hashes of up to ``hash-max-listpack-entries`` fields."""
+        return self._spider(spider, f"ch:{digest[:CONTENTHASH_BUCKET]}"), \
+            digest[CONTENTHASH_BUCKET:CONTENTHASH_BUCKET + CONTENTHASH_FIELD]
 
     def claim(self, spider: str, digest: str) -> str:
         return self._spider(spider, f"claim:{digest}")
