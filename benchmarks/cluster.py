@@ -64,7 +64,7 @@ class Scale:
 
 
 SCALES = {
-    "full": Scale(hosts=4, sites=2, pages=60, latency_ms=500, workers=2, concurrency=4,
+    "full": Scale(hosts=4, sites=3, pages=60, latency_ms=1500, workers=2, concurrency=4,
                   per_host=8, memory_n=200_000),
     "tiny": Scale(hosts=2, sites=1, pages=20, latency_ms=200, workers=1, concurrency=2,
                   per_host=4, memory_n=10_000),

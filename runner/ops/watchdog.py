@@ -71,6 +71,8 @@ def register(parser: argparse.ArgumentParser,
     parser.add_argument("--cluster", action="store_true",
                         help="distributed mode: also say once when another box stops "
                              "heartbeating")
+    parser.add_argument("--cluster-only", action="store_true",
+                        help="only that (systemd restarts this box's runner)")
     parser.set_defaults(handler=cmd_watchdog)
 
 
@@ -78,7 +80,8 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
-    if getattr(args, "cluster", False):
+    cluster_only = getattr(args, "cluster_only", False)
+    if getattr(args, "cluster", False) or cluster_only:
         if not config.redis_url:
             return usage_error("watchdog --cluster: no redis_url in the config (or "
                                "$COLLECTOR_REDIS_URL): this box is in no cluster")
@@ -88,6 +91,8 @@ def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
         for line in watch_cluster(config.redis_url, REDIS_KEY_PREFIX, layout.state_dir,
                                   str(config.data_dir)):
             print(line, flush=True)
+        if cluster_only:
+            return 0
     return _watch_box(args, config)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import zlib
 from collections import deque
 from typing import Any
 
@@ -103,6 +104,16 @@ class RoundQueue(PriorityQueue):
                    "this collector's JSON requests are taken from it: check who can write to "
                    "this Redis (docs/distributed.md). Later ones: stat %s", self.key, exc,
                    REFUSED_STAT)
+
+
+def queue_score(request: Request) -> float:
+    """The request's place in the shared queue: its priority first, as upstream's; then, among
+    equals, an order shuffled by a hash of the URL, which mixes the hosts. A sorted set orders
+    equal scores by the entry's bytes — its URL first — so one host's pages would come out
+    together, and every worker of the cluster would wait on that host's politeness while the
+    others' sat idle (what Scrapy's DownloaderAwarePriorityQueue avoids on one machine)."""
+    spread = zlib.crc32(request.url.encode()) / 2**33  # in [0, 0.5): never past a priority
+    return -request.priority + spread
 
 
 def site_set_key(spider: Spider, request: Request) -> str:
@@ -195,7 +206,7 @@ class RedisScheduler(Scheduler):
             queued = self._enqueue_script(
                 keys=[self.df.key, self.queue.key, spider_round.keys.leases(name,
                                                                             spider_round.worker)],
-                args=[fingerprint, -request.priority, data, lease,
+                args=[fingerprint, queue_score(request), data, lease,
                       site_set_key(self.spider, request), int(defaults.SITE_SET_TTL),
                       request.url])
         except RedisUnavailable:
