@@ -23,7 +23,6 @@ Results: ``benchmarks/results/cluster.json`` (``cluster-tiny.json`` for ``--scal
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import resource
@@ -43,6 +42,7 @@ from benchmarks.common import (
     machine_info,
     publish,
     ratio,
+    scale_and_parts,
 )
 from benchmarks.distributed import Redis, items, start_runners, write_config
 from tests.fakes.launcher import FakeServer, start_fake_docs
@@ -249,16 +249,9 @@ def render(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.cluster",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--scale", choices=tuple(SCALES), default="full")
-    parser.add_argument("--parts", default=",".join(PARTS))
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args, parts = scale_and_parts("python -m benchmarks.cluster", __doc__ or "", SCALES, PARTS,
+                                  argv)
     scale = SCALES[args.scale]
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    if set(parts) - set(PARTS):
-        parser.error(f"--parts: choose from {', '.join(PARTS)}")
     machine = machine_info()
     results: dict[str, Any] = {
         "scale": {"name": args.scale, **asdict(scale)}, "machine": machine,

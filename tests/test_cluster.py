@@ -22,6 +22,7 @@ import pytest
 
 from tests.support import Collector, wait_for
 from tests.test_distributed import (  # noqa: F401  (fixtures)
+    PAGES,
     SITES,
     baseline,
     configure_docs,
@@ -35,7 +36,8 @@ from tests.test_distributed import (  # noqa: F401  (fixtures)
 pytestmark = pytest.mark.timeout(150)
 
 LEASE = 3.0
-PER_HOST, DELAY = 2, 0.05
+LATENCY_MS = 500  # slow pages: 2 at a time to the site use every turn DELAY gives
+PER_HOST, DELAY = 2, 0.2
 POLITE = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": PER_HOST,
           "DOWNLOAD_DELAY": DELAY, "RANDOMIZE_DOWNLOAD_DELAY": False,
           "DISTRIBUTED_LEASE": LEASE}
@@ -90,7 +92,7 @@ def all_items(box: Collector) -> list[dict[str, Any]]:
 def test_a_killed_box_loses_no_page_and_politeness_holds(
         tmp_path: Path, redis_server: Any, redis_url: str, baseline: dict[str, Any],  # noqa: F811
         fake_docs_factory: Any) -> None:
-    docs = fake_docs_factory(sites=SITES, pages=20, latency_ms=150)
+    docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=LATENCY_MS)
     boxes = machines(tmp_path, 3)
     for box in boxes:
         configure_docs(box, docs, settings=POLITE)
@@ -139,7 +141,7 @@ def test_a_killed_box_loses_no_page_and_politeness_holds(
 
 def test_one_runner_gives_a_site_the_same_politeness(
         tmp_path: Path, redis_url: str, fake_docs_factory: Any) -> None:  # noqa: F811
-    docs = fake_docs_factory(sites=SITES, pages=20, latency_ms=150)
+    docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=LATENCY_MS)
     (box,) = machines(tmp_path, 1)
     configure_docs(box, docs, settings=POLITE)
     results = finish(start_runners([box], redis_url, "docs"))
