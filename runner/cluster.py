@@ -43,7 +43,8 @@ def render_boxes(cluster: dict[str, Any]) -> list[str]:
         return [f"cluster {cluster['url']}: REDIS UNREACHABLE ({cluster.get('error')})"]
     now, silent = cluster["now"], silent_boxes(cluster)
     boxes = cluster.get("boxes", {})
-    lines = [f"cluster {cluster['url']}: {len(boxes) - len(silent)} boxes heartbeating"
+    beating = len(boxes) - len(silent)
+    lines = [f"cluster {cluster['url']}: {beating} box{'' if beating == 1 else 'es'} heartbeating"
              + (f", {len(silent)} SILENT" if silent else ""),
              f"  {'box':<40} {'pid':>7} {'workers':>7} {'rounds':>6} {'last round':>10} "
              f"{'items':>8}  health"]
