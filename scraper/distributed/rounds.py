@@ -28,7 +28,6 @@ cannot be decided alone. The rules, each an atomic step in Redis:
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from dataclasses import dataclass
@@ -45,24 +44,34 @@ _NOW = "local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]
 # had received once it resumes) must not lose what it took. Each pop carries a token; the
 # worker's last pop is kept under {p}:{spider}:popped:{worker} and a retry with the same token
 # gets that again instead of popping anew. A new token is used only after an answer arrived.
+# A pop answers a flat array (lease id, entry, lease id, entry, …): binary-safe, as an entry
+# someone else wrote may be anything (it is refused after, never decoded here).
 _REPLAY = """
-local last = redis.call('HMGET', KEYS[3], 'token', 'data')
-if last[1] == ARGV[3] then return last[2] end
+if redis.call('HGET', KEYS[3], 'token') == ARGV[3] then
+  local n = tonumber(redis.call('HGET', KEYS[3], 'n') or '0')
+  local out = {}
+  for i = 1, n do out[i] = redis.call('HGET', KEYS[3], 'v' .. i) end
+  return out
+end
 """
 _KEEP = """
-redis.call('HSET', KEYS[3], 'token', ARGV[3], 'data', data)
+redis.call('DEL', KEYS[3])
+redis.call('HSET', KEYS[3], 'token', ARGV[3], 'n', #out)
+for i, v in ipairs(out) do redis.call('HSET', KEYS[3], 'v' .. i, v) end
 redis.call('EXPIRE', KEYS[3], 3600)
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-return data
+return out
 """
 
 # Each entry taken is leased (KEYS[4] leases hash, KEYS[5] lease counter, KEYS[6] lessees):
-# lease id → [where it came from ("start", or its queue score), the entry].
+# lease id → where it came from ("start", or its queue score), a newline, the entry.
 _LEASE = """
+local out = {}
 local function lease(origin, entry)
-  local id = redis.call('INCR', KEYS[5])
-  redis.call('HSET', KEYS[4], id, cjson.encode({origin, entry}))
-  return {tostring(id), entry}
+  local id = tostring(redis.call('INCR', KEYS[5]))
+  redis.call('HSET', KEYS[4], id, origin .. '\\n' .. entry)
+  out[#out + 1] = id
+  out[#out + 1] = entry
 end
 redis.call('SADD', KEYS[6], ARGV[1])
 """
@@ -72,16 +81,14 @@ local items = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[4]) - 1)
 if #items == 0 then return false end
 redis.call('LTRIM', KEYS[1], #items, -1)
 """ + _LEASE + """
-local leased = {}
-for i, item in ipairs(items) do leased[i] = lease('start', item) end
-local data = cjson.encode(leased)
+for _, item in ipairs(items) do lease('start', item) end
 """ + _KEEP
 
 POP_REQUEST = _NOW + _REPLAY + """
 local popped = redis.call('ZPOPMIN', KEYS[1], 1)
 if #popped == 0 then return false end
 """ + _LEASE + """
-local data = cjson.encode(lease(popped[2], popped[1]))
+lease(popped[2], popped[1])
 """ + _KEEP
 
 # Leases of workers whose busy marker lapsed go back where they came from. KEYS: lessees,
@@ -95,9 +102,10 @@ local function reclaim(lessees, busy, queue, starts, prefix, now)
     local expiry = redis.call('ZSCORE', busy, w)
     if not expiry or tonumber(expiry) < now then
       for _, v in ipairs(redis.call('HVALS', prefix .. w)) do
-        local e = cjson.decode(v)
-        if e[1] == 'start' then redis.call('LPUSH', starts, e[2])
-        else redis.call('ZADD', queue, e[1], e[2]) end
+        local cut = string.find(v, '\\n', 1, true)
+        local origin, entry = string.sub(v, 1, cut - 1), string.sub(v, cut + 1)
+        if origin == 'start' then redis.call('LPUSH', starts, entry)
+        else redis.call('ZADD', queue, origin, entry) end
         n = n + 1
       end
       redis.call('DEL', prefix .. w)
@@ -202,7 +210,7 @@ class SpiderRound:
         k, s = self.keys, self.spider
         return [k.lessees(s), k.busy(s), k.requests(s), k.start_urls(s)]
 
-    def _pop(self, script: Any, key: str, *extra: Any) -> bytes | None:
+    def _pop(self, script: Any, key: str, *extra: Any) -> list[tuple[str, bytes]]:
         k, s = self.keys, self.spider
         data = script(keys=[key, k.busy(s), k.popped(s, self.worker), k.leases(s, self.worker),
                             k.lease_seq(s), k.lessees(s)],
@@ -212,20 +220,18 @@ class SpiderRound:
         self._pop_token = secrets.token_hex(8)
         if data:
             self.working = True
-        return data or None
+        flat = list(data or [])
+        return [(lease.decode(), entry) for lease, entry in zip(flat[::2], flat[1::2],
+                                                                strict=True)]
 
     def pop_start(self, batch: int) -> list[tuple[str, bytes]]:
         """Up to ``batch`` start entries, each with its lease id."""
-        data = self._pop(self._pop_start, self.keys.start_urls(self.spider), batch)
-        return [(lease, item.encode()) for lease, item in json.loads(data)] if data else []
+        return self._pop(self._pop_start, self.keys.start_urls(self.spider), batch)
 
     def pop_request(self, queue_key: str) -> tuple[str, bytes] | None:
         """The next queued request and its lease id."""
-        data = self._pop(self._pop_request, queue_key)
-        if not data:
-            return None
-        lease, entry = json.loads(data)
-        return lease, entry.encode()
+        popped = self._pop(self._pop_request, queue_key)
+        return popped[0] if popped else None
 
     def ack(self, *leases: str) -> None:
         """This worker is done with these entries: they are no longer given back."""

@@ -247,6 +247,7 @@ class RedisUrlSet:
         self.client = client
         self.key = key
         self.local: set[str] = set()  # ours and those seen asked: never asked about again
+        self.pending: set[str] = set()  # ours admitted, not yet in Redis's set (being queued)
 
     def __contains__(self, url: object) -> bool:
         if url in self.local:
@@ -261,12 +262,17 @@ class RedisUrlSet:
 
     def __len__(self) -> int:
         try:
-            return int(self.client.scard(self.key))
+            return int(self.client.scard(self.key)) + len(self.pending)
         except RedisUnavailable:
             return len(self.local)
 
+    def queued(self, url: str) -> None:
+        """Its request is being queued: Redis's set counts it from now on."""
+        self.pending.discard(url)
+
     def discard(self, url: str) -> None:
         self.local.discard(url)
+        self.pending.discard(url)
         with contextlib.suppress(RedisUnavailable):
             self.client.srem(self.key, url)
 
@@ -275,6 +281,7 @@ class RedisUrlSet:
         # the spider's site_set_key): a box killed in between leaves it neither asked nor
         # queued, so the page that found it, given back and parsed again, asks it once more.
         self.local.add(url)
+        self.pending.add(url)
 
 
 class RedisSiteUrls(dict[str, RedisUrlSet]):
@@ -321,6 +328,9 @@ class DistributedDocsSpider(DistributedSpider):
         site = request.meta.get("site")
         if not site:
             return ""
+        asked = getattr(self, "site_urls", {}).get(site)
+        if isinstance(asked, RedisUrlSet):
+            asked.queued(request.url)
         return self.keys.site(self.name, self.round.round_id, site)
 
 
