@@ -11,7 +11,7 @@ Redis can serve several collectors (or test runs) side by side::
                                              finished_at, next_round_at, seeded_by, entries
     {p}:{spider}:seed-lock             str   held while a worker decides/seeds a round
     {p}:{spider}:busy                  zset  worker id → expiry: workers with work in flight
-    {p}:{spider}:popped:{worker}       hash  a worker's last pop (token, data): a pop whose
+    {p}:{spider}:popped:{worker}       hash  a worker's last pop (token, answer): a pop whose
                                              answer was lost is answered again, not lost
     {p}:{spider}:leases:{worker}       hash  lease id → queue entry a worker took and has not
                                              finished; given back when its busy marker lapses
