@@ -74,7 +74,7 @@ def leased_paths(client: Any, runner_pid: int) -> set[str] | None:
     paths = set()
     for worker in workers:
         for value in client.hvals(f"hubcollect:docs:leases:{worker}"):
-            _, entry = json.loads(value)
+            _, entry = value.split(b"\n", 1)  # origin, then the queue entry
             paths.add(urlsplit(json.loads(entry)["url"]).path)
     return paths or None
 
