@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from scraper import settings as defaults
 from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 
 CONFIG_ENV = "COLLECTOR_CONFIG"
@@ -92,10 +93,10 @@ ANONYMOUS_LIMITS = {"core": RateLimit(60, 3600), "search": RateLimit(10, 60)}
 
 @dataclass(frozen=True, slots=True)
 class GitHubConfig:
-    web_url: str = "https://github.com"
-    api_url: str = "https://api.github.com"
-    token_env: str = "GITHUB_TOKEN"
-    web_min_interval: float = 2.0
+    web_url: str = defaults.GITHUB_WEB_URL
+    api_url: str = defaults.GITHUB_API_URL
+    token_env: str = defaults.GITHUB_TOKEN_ENV
+    web_min_interval: float = defaults.GITHUB_WEB_MIN_INTERVAL
     limits: Mapping[str, RateLimit] = field(default_factory=dict)
     token: Secret | None = None
     """Read from ``$token_env`` when the config is loaded; None means anonymous."""
@@ -108,23 +109,27 @@ class GitHubConfig:
 @dataclass(frozen=True, slots=True)
 class TrendingConfig:
     weight: int = 1
-    languages: tuple[str, ...] = ("", "python", "rust", "go")
-    periods: tuple[str, ...] = PERIODS
+    languages: tuple[str, ...] = tuple(defaults.TRENDING_LANGUAGES)
+    periods: tuple[str, ...] = tuple(defaults.TRENDING_PERIODS)
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[tuple[str, str]]:
-        """(language, period) pairs: languages × periods, in config order."""
-        return [(language, period) for language in self.languages for period in self.periods]
+        return trending_entries(self.languages, self.periods)
+
+
+def trending_entries(languages: Sequence[str], periods: Sequence[str]) -> list[tuple[str, str]]:
+    """(language, period) pairs: languages × periods, in config order."""
+    return [(language, period) for language in languages for period in periods]
 
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
     weight: int = 1
-    queries: tuple[str, ...] = ("topic:web-scraping", "language:python stars:>5000")
-    sort: str = "stars"
-    per_page: int = 100
-    complete: bool = True  # slice past GitHub's 1000-result cap; False = the first 1000 only
-    max_results_per_query: int | None = None  # a safety cap on a complete query, per round
+    queries: tuple[str, ...] = tuple(defaults.SEARCH_QUERIES)
+    sort: str = defaults.SEARCH_SORT
+    per_page: int = defaults.SEARCH_PER_PAGE
+    complete: bool = defaults.SEARCH_COMPLETE
+    max_results_per_query: int | None = defaults.SEARCH_MAX_RESULTS_PER_QUERY
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[str]:
@@ -134,26 +139,9 @@ class SearchConfig:
 @dataclass(frozen=True, slots=True)
 class DocsConfig:
     weight: int = 2
-    # Documentation of well-known Python tools: one AutoThrottled crawl per site, so that the
-    # README's ``--workers 20`` has a site for every docs worker it plans.
-    start_urls: tuple[str, ...] = (
-        "https://docs.scrapy.org/en/latest/",
-        "https://docs.python.org/3/library/",
-        "https://docs.pytest.org/en/stable/",
-        "https://requests.readthedocs.io/en/latest/",
-        "https://flask.palletsprojects.com/en/stable/",
-        "https://docs.djangoproject.com/en/stable/",
-        "https://numpy.org/doc/stable/",
-        "https://pandas.pydata.org/docs/",
-        "https://docs.twisted.org/en/stable/",
-        "https://www.attrs.org/en/stable/",
-        "https://pip.pypa.io/en/stable/",
-        "https://packaging.python.org/en/latest/",
-        "https://docs.sqlalchemy.org/en/20/",
-        "https://lxml.de/",
-    )
-    max_pages_per_site: int = 2000
-    refresh_after: float = 7 * 86400.0
+    start_urls: tuple[str, ...] = tuple(defaults.DOCS_START_URLS)
+    max_pages_per_site: int = defaults.DOCS_MAX_PAGES_PER_SITE
+    refresh_after: float = defaults.DOCS_REFRESH_AFTER
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[str]:
@@ -213,12 +201,12 @@ SpiderConfig = TrendingConfig | SearchConfig | DocsConfig
 class CollectorConfig:
     """Everything the user can configure; built only through :func:`load_config`."""
 
-    data_dir: Path = Path("data")
+    data_dir: Path = Path(defaults.COLLECTOR_DATA_DIR)
     github: GitHubConfig = field(default_factory=GitHubConfig)
     trending: TrendingConfig = field(default_factory=TrendingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     docs: DocsConfig = field(default_factory=DocsConfig)
-    round_interval: float = 60.0
+    round_interval: float = defaults.ROUND_INTERVAL
     stop_timeout: float = 20.0
     memory_budget: int | None = None
     logs_keep_days: int = 14
@@ -258,7 +246,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None,
     environ = os.environ if environ is None else environ
     path = resolve_config_path(explicit)
     if path is None:
-        config = CollectorConfig(data_dir=Path("data").absolute())
+        config = CollectorConfig(data_dir=Path(defaults.COLLECTOR_DATA_DIR).absolute())
     else:
         config = parse_config(_read_text(path, explicit), str(path),
                               base_dir=path.absolute().parent)
@@ -498,7 +486,7 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
     top = r.mapping("", data, TOP_LEVEL_KEYS)
     values: dict[str, Any] = {key: handlers[key](key, raw) for key, raw in top.items()}
     values.update(values.pop("spiders", {}))
-    values.setdefault("data_dir", base_dir / "data")
+    values.setdefault("data_dir", base_dir / defaults.COLLECTOR_DATA_DIR)
     return CollectorConfig(**values, source=label)
 
 
