@@ -16,15 +16,16 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from runner.argtypes import positive_int, size_bytes
 from runner.dataset.commands import dataset_commands
 from runner.ops.cron import register as register_install_cron
 from runner.ops.size import register as register_size
 from runner.ops.watchdog import register as register_watchdog
+from runner.reload import register as register_reload
 from runner.usage import PROG, OneLineParser, UsageError, usage_error
 from scraper.config import (
-    REDIS_URL_ENV,
     REDIS_URL_HELP,
     REDIS_URL_RE,
     SPIDER_NAMES,
@@ -107,6 +108,7 @@ def _list_in_help(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 # Subcommands added by other modules: (name, register(parser, add_config_option)).
 EXTRA_COMMANDS: list[tuple[str, Callable[..., None]]] = []
+EXTRA_COMMANDS.append(("reload", register_reload))
 # Operations (runner/ops/): what cron runs, and what installs it.
 EXTRA_COMMANDS.append(("watchdog", register_watchdog))
 EXTRA_COMMANDS.append(("size", register_size))
@@ -151,13 +153,19 @@ def main(argv: list[str] | None = None) -> int:
         argv = _with_default_command(argv, COMMANDS)
         _check_options(parser, argv)
         args = parser.parse_args(argv)
-        if getattr(args, "redis_url", None):
-            # The flag wins over the file; the workers inherit it with the environment.
-            os.environ[REDIS_URL_ENV] = args.redis_url
-        config = load_config(args.config)
+        config = read_config(args)
     except (UsageError, ConfigError) as exc:
         return usage_error(str(exc))
     return args.handler(args, config)
+
+
+def read_config(args: argparse.Namespace) -> CollectorConfig:
+    """The config file and environment, read and validated; ``--redis-url`` wins over both.
+    A run's workers get this very object (scraper/addon.py), never a file or a variable."""
+    config = load_config(args.config)
+    if getattr(args, "redis_url", None):
+        config = replace(config, redis_url=args.redis_url)
+    return config
 
 
 def parse_run_options(argv: list[str]) -> argparse.Namespace:
@@ -251,6 +259,9 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         config_path=str(config_path.absolute()) if config_path else None,
         command=mask_argv([sys.executable, "-m", "runner", *sys.argv[1:]]),
         redis_url=redis_url,
+        reread=lambda: read_config(args),
+        replan=lambda new: make_plan(new, args.workers, args.spiders,
+                                     shared_queue=bool(redis_url)),
     )
     try:
         return supervisor.run()
@@ -260,8 +271,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
 
 def _distributed_mode(config: CollectorConfig) -> str | None:
     """The Redis URL (config.redis_url: ``--redis-url``, else $COLLECTOR_REDIS_URL, else the
-    file's), passed to every worker through $COLLECTOR_REDIS_URL, which ``scrapy crawl``
-    honours: a worker stays exactly ``scrapy crawl SPIDER -a shard=i/N``. None: one machine."""
+    file's), which the workers get with the config object; None: one machine."""
     import importlib.util
 
     url = config.redis_url
@@ -269,7 +279,6 @@ def _distributed_mode(config: CollectorConfig) -> str | None:
         return None
     if importlib.util.find_spec("scrapy_redis") is None:
         raise UsageError("--redis-url needs scrapy-redis: pip install -e '.[redis]'")
-    os.environ[REDIS_URL_ENV] = url
     from scraper.distributed.registry import mask, quick_client
 
     client = quick_client(url)

@@ -21,6 +21,7 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +30,12 @@ from runner.dataset.schedule import CatalogSchedule
 from runner.memory import MemoryGuard
 from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
+from runner.reload import config_changes, refusal, write_result
+from runner.resolved import write_resolved
 from runner.usage import PROG
 from runner.worker import run_worker
-from scraper.config import CollectorConfig
+from scraper.addon import use_config
+from scraper.config import CollectorConfig, ConfigError
 from scraper.diskspace import (
     DISK_FULL_EXIT,
     RESUME_FREE_BYTES,
@@ -137,6 +141,7 @@ class SlotState:
     items_total: int = 0
     peak_pss_mb: float = 0.0
     outcome: WorkerRecord | None = None  # the latest finished round's record
+    retired: bool = False  # dropped from the plan by a reload; its round runs to its end
 
     def record(self, wall_now: float, mono_now: float) -> SlotRecord:
         waiting = self.state in WAITING_STATES
@@ -163,8 +168,14 @@ def describe_exit(status: int) -> tuple[bool, str]:
 class Supervisor:
     def __init__(self, config: CollectorConfig, plan: Plan, guard: MemoryGuard, *,
                  once: bool, config_path: str | None, command: list[str],
-                 redis_url: str | None = None) -> None:
+                 redis_url: str | None = None,
+                 reread: Callable[[], CollectorConfig] | None = None,
+                 replan: Callable[[CollectorConfig], Plan] | None = None) -> None:
         self.config = config
+        use_config(config)  # what every worker forked from here runs on
+        self.reread = reread
+        self.replan = replan
+        self.reload_requested = False
         self.plan = plan
         self.guard = guard
         self.once = once
@@ -180,12 +191,9 @@ class Supervisor:
         self.disk_full_since: float | None = None
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
-        self.catalog = CatalogSchedule(config, config_path, enabled=not once)
-        autoscale = config.autoscale
-        self.pool = AutoscaledPool(
-            minimum=autoscale.min_concurrency or cpu_cores(),
-            maximum=min(autoscale.max_concurrency or plan.total, plan.total),
-            max_used_cpu_ratio=autoscale.max_used_cpu_ratio)
+        self.catalog = CatalogSchedule(config, str(self.layout.resolved_config),
+                                       enabled=not once)
+        self.pool = self._pool()
         # Distributed mode: this runner's heartbeat in Redis (connects per beat: no socket may
         # be open in the parent when it forks).
         self.redis_url = redis_url
@@ -204,13 +212,16 @@ class Supervisor:
         signal.set_wakeup_fd(self.wakeup[1])
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGINT, self._on_stop)
-        signal.signal(signal.SIGHUP, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_reload)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd does the waking
 
     def _on_stop(self, signum: int, frame: Any) -> None:
         if self.stopping and signum == signal.SIGINT:
             self.force = True
         self.stopping = True
+
+    def _on_reload(self, signum: int, frame: Any) -> None:
+        self.reload_requested = True
 
     def _sleep(self, seconds: float) -> None:
         try:
@@ -229,10 +240,13 @@ class Supervisor:
     def run(self) -> int:
         self._install_signals()
         self._write_launch()
+        self._write_resolved()
         self.reserve.ensure()
         logger.info("%s", self.plan.describe())
         while not self.stopping:
             self._reap()
+            if self.reload_requested:
+                self._reload()
             if self.once and all(s.state in ("done", "failed") for s in self.slots):
                 break
             self._start_due()
@@ -252,6 +266,66 @@ class Supervisor:
         code = self._exit_code()
         logger.info("stopped (exit status %d)", code)
         return code
+
+    def _pool(self) -> AutoscaledPool:
+        autoscale = self.config.autoscale
+        return AutoscaledPool(
+            minimum=autoscale.min_concurrency or cpu_cores(),
+            maximum=min(autoscale.max_concurrency or self.plan.total, self.plan.total),
+            max_used_cpu_ratio=autoscale.max_used_cpu_ratio)
+
+    # --- reload -----------------------------------------------------------------------------------
+
+    def _reload(self) -> None:
+        """SIGHUP: read the config file again; see runner/reload.py."""
+        self.reload_requested = False
+        if self.reread is None or self.replan is None:
+            return self._reloaded(False, "reload refused: this runner cannot reload")
+        try:
+            new = self.reread()
+        except ConfigError as exc:
+            return self._reloaded(False, f"reload refused: {exc}; the running config stays")
+        why = refusal(self.config, new)
+        if why:
+            return self._reloaded(False, f"reload refused: {why}")
+        changes = config_changes(self.config, new)
+        if not changes:
+            return self._reloaded(True, "reload: the config is unchanged")
+        plan = self.replan(new)
+        if plan.total == 0:
+            return self._reloaded(False, "reload refused: nothing to run with the new config; "
+                                         "the running config stays")
+        self._replace(new, plan)
+        self._reloaded(True, f"reload: {', '.join(changes)} changed; from each worker's next "
+                             f"round: {plan.describe()}")
+
+    def _replace(self, config: CollectorConfig, plan: Plan) -> None:
+        old_autoscale, old_total = self.config.autoscale, self.plan.total
+        self.config = config
+        use_config(config)
+        self.catalog.interval = config.catalog_interval if self.catalog.enabled else 0.0
+        if plan.counts != self.plan.counts:
+            kept = {state.slot: state for state in self.slots}
+            self.slots = [kept.pop(slot, None) or SlotState(slot) for slot in plan.slots]
+            for state in kept.values():  # no longer planned: a running round ends as it is
+                state.retired = True
+        self.plan = plan
+        if config.autoscale != old_autoscale or plan.total != old_total:
+            self.pool = self._pool()
+        self._write_resolved()
+
+    def _reloaded(self, ok: bool, message: str) -> None:
+        (logger.info if ok else logger.error)("%s", message)
+        try:
+            write_result(self.layout, ok, message)
+        except OSError as exc:
+            logger.warning("cannot write %s: %s", self.layout.reload_file, exc)
+
+    def _write_resolved(self) -> None:
+        try:
+            write_resolved(self.layout, self.config)
+        except OSError as exc:
+            logger.warning("cannot write %s: %s", self.layout.resolved_config, exc)
 
     def _disk_has_room(self) -> bool:
         """False while the data disk is full; logs the change both ways, once."""
@@ -280,8 +354,11 @@ class Supervisor:
     def _start_due(self) -> None:
         now = time.monotonic()
         # The longest waiting first: a queued round goes before one that just became due.
-        due = sorted((s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now),
-                     key=lambda s: s.next_start)
+        # A spider re-sharded by a reload starts its new shards once its old ones have ended:
+        # two shardings of one start list never crawl at once.
+        retiring = {s.slot.spider for s in self.by_pid.values() if s.retired}
+        due = sorted((s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now
+                      and s.slot.spider not in retiring), key=lambda s: s.next_start)
         if due and not self._disk_has_room():
             self.pool.update(0, now)  # nothing can start: no reason to grow
             return
@@ -312,7 +389,7 @@ class Supervisor:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            run_worker(state.slot, parent, self.config_path, str(log_path), self.wakeup)
+            run_worker(state.slot, parent, str(log_path), self.wakeup)
         state.pid = state.round_pid = pid
         state.state = "running"
         state.round_started = time.time()
@@ -344,6 +421,8 @@ class Supervisor:
             state.peak_pss_mb = max(state.peak_pss_mb, worker.pss_mb)
             if worker.last_error:
                 state.last_error = worker.last_error
+        if state.retired:
+            return
         if self.stopping:
             state.state = "stopped"
             return

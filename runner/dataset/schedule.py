@@ -30,6 +30,7 @@ NICENESS = 10
 class CatalogSchedule:
     def __init__(self, config: CollectorConfig, config_path: str | None, *,
                  enabled: bool = True) -> None:
+        self.enabled = enabled
         self.interval = config.catalog_interval if enabled else 0.0
         self.config_path = config_path
         self.layout = DataLayout(config.data_dir)
