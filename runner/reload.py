@@ -105,7 +105,8 @@ def cmd_reload(args: argparse.Namespace, config: CollectorConfig) -> int:
     layout = DataLayout(config.data_dir)
     pid = running_pid(layout.runner_pidfile)
     if pid is None:
-        return usage_error(f"no runner is running on {config.data_dir}")
+        return usage_error(f"no runner is running on {config.data_dir} (a runner keeps the "
+                           "data_dir it started with until it is restarted)")
     before = read_result(layout)
     sent = time.time()
     os.kill(pid, signal.SIGHUP)
