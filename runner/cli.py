@@ -15,20 +15,20 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 
-from runner.argtypes import positive_int, size_bytes
 from runner.dataset.commands import dataset_commands
 from runner.ops.cron import register as register_install_cron
 from runner.ops.size import register as register_size
 from runner.ops.watchdog import register as register_watchdog
 from runner.reload import register as register_reload
+from runner.runargs import add_run_options
+from runner.runargs import config_option as _config_option
+from runner.runargs import redis_url_arg as _redis_url
+from runner.runargs import with_default_command as _with_default_command
 from runner.usage import PROG, OneLineParser, UsageError, usage_error
 from scraper.config import (
-    REDIS_URL_HELP,
-    REDIS_URL_RE,
-    SPIDER_NAMES,
     CollectorConfig,
     ConfigError,
     load_config,
@@ -38,28 +38,6 @@ from scraper.layout import DataLayout
 from scraper.urlmask import mask_argv
 
 
-def _spider_list(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    for name in names:
-        if name not in SPIDER_NAMES:
-            raise argparse.ArgumentTypeError(
-                f"{name!r} is not a spider; choose from {', '.join(SPIDER_NAMES)}")
-    if not names:
-        raise argparse.ArgumentTypeError("give at least one spider, e.g. --spiders docs,search")
-    return list(dict.fromkeys(names))
-
-
-def _redis_url(text: str) -> str:
-    if not REDIS_URL_RE.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not {REDIS_URL_HELP}")
-    return text
-
-
-def _config_option(parser: argparse.ArgumentParser, default: object) -> None:
-    parser.add_argument("--config", metavar="PATH", default=default,
-                        help="collector.yaml to use (else $COLLECTOR_CONFIG, ./collector.yaml)")
-
-
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog=PROG, description="Run and watch the hubcollect workers.")
     _config_option(parser, None)
@@ -67,16 +45,7 @@ def build_parser() -> OneLineParser:
 
     run = sub.add_parser("run", help="run the workers in the foreground (the default)")
     _config_option(run, argparse.SUPPRESS)
-    run.add_argument("--workers", type=positive_int, required=True, metavar="N")
-    run.add_argument("--spiders", type=_spider_list, default=list(SPIDER_NAMES),
-                     metavar="LIST", help="comma-separated: trending,search,docs")
-    run.add_argument("--once", action="store_true",
-                     help="every worker runs one round; exit 0 if all succeeded")
-    run.add_argument("--memory-budget", type=size_bytes, metavar="SIZE")
-    run.add_argument("--force", action="store_true", help="start even if memory looks short")
-    run.add_argument("--redis-url", type=_redis_url, metavar="URL",
-                     help="distributed mode: share work, dedup and budget through this Redis "
-                          "(else config redis_url)")
+    add_run_options(run)
     run.set_defaults(handler=cmd_run)
 
     status = sub.add_parser("status", help="one row per worker, and totals")
@@ -118,16 +87,6 @@ EXTRA_COMMANDS.extend(dataset_commands())
 COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
 
 
-def _with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]:
-    if any(arg in commands for arg in argv) or any(a in ("-h", "--help") for a in argv[:1]):
-        return argv
-    first = argv[2:3] if argv[:1] == ["--config"] else argv[:1]
-    if first and not first[0].startswith("-"):
-        # `python -m runner statsu`: a word where the command goes is a mistyped command.
-        raise UsageError(f"unknown command {first[0]!r} ({', '.join(commands)})")
-    return ["run", *argv] if "--config" not in argv[:1] else [*argv[:2], "run", *argv[2:]]
-
-
 def _check_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     """``unknown option --wokers``, before argparse would rather say that --workers is missing.
     Abbreviations argparse accepts (``--work``) pass."""
@@ -166,17 +125,6 @@ def read_config(args: argparse.Namespace) -> CollectorConfig:
     if getattr(args, "redis_url", None):
         config = replace(config, redis_url=args.redis_url)
     return config
-
-
-def parse_run_options(argv: list[str]) -> argparse.Namespace:
-    """``argv`` parsed as ``python -m runner`` would; UsageError unless it is a ``run``."""
-    try:
-        args = build_parser().parse_args(_with_default_command(argv, COMMANDS))
-    except SystemExit:  # --help
-        raise UsageError("help is not a run") from None
-    if args.handler is not cmd_run:
-        raise UsageError(f"'{args.command}' is not a run")
-    return args
 
 
 # --- run ------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any
 
 from runner.autoscale import AutoscaledPool, cpu_cores
 from runner.dataset.schedule import CatalogSchedule
+from runner.exitstatus import describe_exit
 from runner.memory import MemoryGuard
 from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
@@ -155,14 +156,6 @@ class SlotState:
             round_started_monotonic=self.round_started_mono if self.pid else None,
             last_exit=self.last_exit,
             last_error=self.last_error, items_total=self.items_total)
-
-
-def describe_exit(status: int) -> tuple[bool, str]:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return False, f"killed by {signal.Signals(sig).name}"
-    code = os.waitstatus_to_exitcode(status)
-    return code == 0, f"exit {code}"
 
 
 class Supervisor:
