@@ -33,6 +33,17 @@ from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
 from runner.reload import config_changes, refusal, write_result
 from runner.resolved import write_resolved
+from runner.state import (
+    ENDED,
+    WAITING,
+    RunnerLaunch,
+    RunnerRecord,
+    SlotRecord,
+    SlotStatus,
+    StatusFile,
+    write_launch,
+    write_status,
+)
 from runner.usage import PROG
 from runner.worker import run_worker
 from scraper.addon import use_config
@@ -45,16 +56,7 @@ from scraper.diskspace import (
     free_bytes,
 )
 from scraper.layout import DataLayout
-from scraper.statefile import (
-    RunnerLaunch,
-    RunnerRecord,
-    SlotRecord,
-    StatusFile,
-    WorkerRecord,
-    read_worker,
-    write_launch,
-    write_status,
-)
+from scraper.statefile import WorkerRecord, read_worker
 from scraper.units import format_size
 from scraper.urlmask import mask_url
 
@@ -67,9 +69,6 @@ TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
 STATUS_INTERVAL = 2.0
 """Seconds between writes of ``status.json`` (the watchdog judges a runner hung by its age)."""
-WAITING_STATES = ("starting", "sleeping", "restarting", "disk_full", "queued")
-"""Slot states that fork a worker once ``next_start`` is due (``queued``: due, waiting for a
-turn in the autoscaled pool)."""
 
 PRELOAD_MODULES = (
     "scrapy.cmdline", "scrapy.crawler", "scrapy.core.engine", "scrapy.core.scheduler",
@@ -128,7 +127,7 @@ class SlotState:
     """What the supervisor knows of one planned worker."""
 
     slot: WorkerSlot
-    state: str = "starting"  # starting / queued / running / sleeping / restarting / failed / done
+    state: SlotStatus = SlotStatus.STARTING
     pid: int | None = None
     rounds: int = 0
     failures: int = 0  # in a row
@@ -145,7 +144,7 @@ class SlotState:
     retired: bool = False  # dropped from the plan by a reload; its round runs to its end
 
     def record(self, wall_now: float, mono_now: float) -> SlotRecord:
-        waiting = self.state in WAITING_STATES
+        waiting = self.state in WAITING
         return SlotRecord(
             spider=self.slot.spider, shard=str(self.slot.shard), slug=self.slot.slug,
             state=self.state, pid=self.pid, round_pid=self.round_pid, rounds=self.rounds,
@@ -240,7 +239,7 @@ class Supervisor:
             self._reap()
             if self.reload_requested:
                 self._reload()
-            if self.once and all(s.state in ("done", "failed") for s in self.slots):
+            if self.once and all(s.state in ENDED for s in self.slots):
                 break
             self._start_due()
             self.catalog.tick()
@@ -249,7 +248,7 @@ class Supervisor:
             # Due slots that could not start (a turn, memory, disk) are looked at again on the
             # next tick, or sooner when a worker ends (SIGCHLD wakes the loop).
             self._sleep(min([TICK] + [s.next_start - now for s in self.slots
-                                      if s.state in WAITING_STATES and s.next_start > now]))
+                                      if s.state in WAITING and s.next_start > now]))
         if self.stopping:
             self._stop_workers()
         self.catalog.stop()
@@ -350,7 +349,7 @@ class Supervisor:
         # A spider re-sharded by a reload starts its new shards once its old ones have ended:
         # two shardings of one start list never crawl at once.
         retiring = {s.slot.spider for s in self.by_pid.values() if s.retired}
-        due = sorted((s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now
+        due = sorted((s for s in self.slots if s.state in WAITING and s.next_start <= now
                       and s.slot.spider not in retiring), key=lambda s: s.next_start)
         if due and not self._disk_has_room():
             self.pool.update(0, now)  # nothing can start: no reason to grow
@@ -362,8 +361,9 @@ class Supervisor:
             0, len(due) - (self.pool.desired - running))
         turns = max(0, self.pool.update(waiting, now) - running)
         for state in due[turns:]:
-            if state.state in ("starting", "sleeping"):  # a crashed one stays "restarting"
-                state.state = "queued"
+            # a crashed one stays restarting
+            if state.state in (SlotStatus.STARTING, SlotStatus.SLEEPING):
+                state.state = SlotStatus.QUEUED
         for state in due[:turns]:
             if self.guard.low_memory():
                 if not self.memory_warned:
@@ -384,7 +384,7 @@ class Supervisor:
         if pid == 0:
             run_worker(state.slot, parent, str(log_path), self.wakeup)
         state.pid = state.round_pid = pid
-        state.state = "running"
+        state.state = SlotStatus.RUNNING
         state.round_started = time.time()
         state.round_started_mono = time.monotonic()
         self.by_pid[pid] = state
@@ -417,11 +417,11 @@ class Supervisor:
         if state.retired:
             return
         if self.stopping:
-            state.state = "stopped"
+            state.state = SlotStatus.STOPPED
             return
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == DISK_FULL_EXIT:
             # Not the worker's fault: wait for space, then run the round again.
-            state.state = "disk_full"
+            state.state = SlotStatus.DISK_FULL
             state.last_error = "disk full"
             state.next_start = time.monotonic()
             self._disk_full()
@@ -429,19 +429,19 @@ class Supervisor:
         if ok:
             state.rounds += 1
             state.failures = 0
-            state.state = "done" if self.once else "sleeping"
+            state.state = SlotStatus.DONE if self.once else SlotStatus.SLEEPING
             state.next_start = time.monotonic() + self.config.round_interval
             self._record_memory()
             return
         state.failures += 1
         state.last_error = f"{how}" + (f"; {state.last_error}" if state.last_error else "")
         if state.failures >= FAILURES_BEFORE_GIVING_UP:
-            state.state = "failed"
+            state.state = SlotStatus.FAILED
             logger.error("%s %s failed %d times in a row (%s): giving up on it",
                          state.slot.spider, state.slot.shard, state.failures, how)
             return
         delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (state.failures - 1))
-        state.state = "restarting"
+        state.state = SlotStatus.RESTARTING
         state.restarts += 1
         state.next_start = time.monotonic() + delay
         logger.warning("%s %s ended (%s); restarting in %.0f s", state.slot.spider,
@@ -476,8 +476,8 @@ class Supervisor:
                 else:
                     self.catalog.reaped(pid, status)
         for state in self.slots:
-            if state.state not in ("failed", "done"):
-                state.state = "stopped"
+            if state.state not in ENDED:
+                state.state = SlotStatus.STOPPED
 
     def _signal_all(self, sig: int) -> None:
         for pid in list(self.by_pid):
@@ -496,7 +496,7 @@ class Supervisor:
             return 0
         problems: dict[str, list[str]] = {}
         for s in self.slots:
-            problem = round_failed(s.outcome) if s.state == "done" else (
+            problem = round_failed(s.outcome) if s.state == SlotStatus.DONE else (
                 s.last_error or s.last_exit or s.state)
             mine = problems.setdefault(s.slot.spider, [])
             if problem:

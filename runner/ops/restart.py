@@ -29,10 +29,10 @@ from runner.ops.liveness import Clocks, healthy_slots
 from runner.ops.notify import log_to_runner_log
 from runner.pidfile import running_pid
 from runner.runargs import parse_run_options
+from runner.state import RunnerLaunch, read_status
 from runner.usage import UsageError
 from scraper.config import CONFIG_ENV, REDIS_URL_ENV
 from scraper.layout import DataLayout
-from scraper.statefile import RunnerLaunch, read_status
 from scraper.urlmask import is_masked, mask_url
 
 UP_TIMEOUT = 60.0

@@ -47,19 +47,19 @@ from runner.ops.restart import (
 )
 from runner.outcome import shard_health, unhealthy_spiders
 from runner.pidfile import running_pid
-from runner.usage import PROG, TROUBLE, usage_error
-from scraper.config import CollectorConfig
-from scraper.layout import DataLayout
-from scraper.statefile import (
+from runner.state import (
     HealthMemory,
     RunnerLaunch,
     StatusFile,
     read_health_memory,
     read_launch,
     read_status,
-    read_worker,
     write_health_memory,
 )
+from runner.usage import PROG, TROUBLE, usage_error
+from scraper.config import CollectorConfig
+from scraper.layout import DataLayout
+from scraper.statefile import read_worker
 
 
 def register(parser: argparse.ArgumentParser,
