@@ -133,8 +133,11 @@ def read_config(args: argparse.Namespace) -> CollectorConfig:
 def _setup_logging(layout: DataLayout) -> None:
     layout.logs_dir.mkdir(parents=True, exist_ok=True)
     formatter = logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s")
-    to_file = logging.handlers.RotatingFileHandler(layout.runner_log, maxBytes=10 * 1024 * 1024,
-                                                   backupCount=3, encoding="utf-8")
+    from scraper import settings as defaults
+
+    to_file = logging.handlers.RotatingFileHandler(
+        layout.runner_log, maxBytes=defaults.LOG_MAX_BYTES,
+        backupCount=defaults.LOG_BACKUP_COUNT, encoding="utf-8")
     handlers: list[logging.Handler] = [to_file]
     # A runner the watchdog started has its stderr appended to runner.log already: a second
     # handler would write every warning twice.

@@ -153,20 +153,11 @@ class NotifyConfig:
     webhook_url: str | None = None
 
 
-# The runner judges health (runner/outcome.py); no Scrapy component reads these, so they are the
-# config's defaults, not settings: a shard is unhealthy after HEALTH_FAILED_ROUNDS rounds in a
-# row without an answer carrying data, or when a round runs longer than
-# HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
-HEALTH_FAILED_ROUNDS = 3
-HEALTH_MAX_ROUND_INTERVALS = 10
-HEALTH_MAX_ROUND_SLACK = 600.0
-
-
 @dataclass(frozen=True, slots=True)
 class HealthConfig:
     """When a spider-shard counts as unhealthy (runner/outcome.py)."""
 
-    failed_rounds: int = HEALTH_FAILED_ROUNDS
+    failed_rounds: int = defaults.HEALTH_FAILED_ROUNDS
     """Rounds in a row with no answer carrying data before it is unhealthy."""
     max_round: float | None = None
     """Seconds a round may run before its worker counts as hung; None: see :meth:`round_limit`."""
@@ -174,12 +165,8 @@ class HealthConfig:
     def round_limit(self, round_interval: float) -> float:
         if self.max_round is not None:
             return self.max_round
-        return HEALTH_MAX_ROUND_INTERVALS * round_interval + HEALTH_MAX_ROUND_SLACK
-
-
-AUTOSCALE_MAX_USED_CPU_RATIO = 0.95
-"""Crawlee's default too. With 0.9 the pool held back on the latency-bound benchmark (its local
-server takes CPU) and gained nothing on the CPU-bound one (benchmarks/README.md)."""
+        return (defaults.HEALTH_MAX_ROUND_INTERVALS * round_interval
+                + defaults.HEALTH_MAX_ROUND_SLACK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +177,7 @@ class AutoscaleConfig:
     """Workers that may always crawl at once; None: the CPU cores."""
     max_concurrency: int | None = None
     """Never more than this many at once; None: every planned worker."""
-    max_used_cpu_ratio: float = AUTOSCALE_MAX_USED_CPU_RATIO
+    max_used_cpu_ratio: float = defaults.AUTOSCALE_MAX_USED_CPU_RATIO
     """Machine CPU use (0–1) from which no more workers start, and fewer are let start."""
 
 
@@ -207,13 +194,13 @@ class CollectorConfig:
     search: SearchConfig = field(default_factory=SearchConfig)
     docs: DocsConfig = field(default_factory=DocsConfig)
     round_interval: float = defaults.ROUND_INTERVAL
-    stop_timeout: float = 20.0
+    stop_timeout: float = defaults.STOP_TIMEOUT
     memory_budget: int | None = None
-    logs_keep_days: int = 14
+    logs_keep_days: int = defaults.LOGS_KEEP_DAYS
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     redis_url: str | None = None
     """``$COLLECTOR_REDIS_URL`` if set, else the file's ``redis_url``; None = one machine."""
-    catalog_interval: float = 3600.0
+    catalog_interval: float = defaults.CATALOG_INTERVAL
     """Seconds between the runner's catalog builds; 0 = never."""
     health: HealthConfig = field(default_factory=HealthConfig)
     autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)

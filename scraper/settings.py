@@ -37,6 +37,21 @@ GITHUB_RATE_LIMITS = None
 ROUND_INTERVAL = 60.0
 """Seconds between a worker's rounds (the runner's); the cluster's cooldown between rounds."""
 
+# --- the runner's own defaults (config keys no Scrapy component reads) ----------------------------
+STOP_TIMEOUT = 20.0  # seconds a worker has to end its round after SIGTERM
+LOGS_KEEP_DAYS = 14
+CATALOG_INTERVAL = 3600.0  # seconds between the runner's catalog builds; 0 = never
+# A shard is unhealthy (runner/outcome.py) after HEALTH_FAILED_ROUNDS rounds in a row without an
+# answer carrying data, or when a round runs longer than
+# HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
+HEALTH_FAILED_ROUNDS = 3
+HEALTH_MAX_ROUND_INTERVALS = 10
+HEALTH_MAX_ROUND_SLACK = 600.0
+AUTOSCALE_MAX_USED_CPU_RATIO = 0.95
+"""Machine CPU use from which the pool starts no more workers. Crawlee's default too. With 0.9
+the pool held back on the latency-bound benchmark (its local server takes CPU) and gained
+nothing on the CPU-bound one (benchmarks/README.md)."""
+
 # --- the spiders' start lists and options (config ``spiders.*``) ---------------------------------
 TRENDING_LANGUAGES = ["", "python", "rust", "go"]
 """GitHub language slugs; "" = all languages. The start list is languages × periods."""

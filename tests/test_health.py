@@ -343,7 +343,8 @@ def test_a_refused_connection_costs_no_github_budget(collector: Collector) -> No
 
 
 @pytest.mark.parametrize("args, message", [
-    (["statsu"], "python -m runner: unknown command 'statsu' (run, status, stop, reload, watchdog, "),
+    (["statsu"],
+     "python -m runner: unknown command 'statsu' (run, status, stop, reload, watchdog, "),
     (["--wokers", "4"], "python -m runner: unknown option --wokers"),
     (["status", "--jsno"], "python -m runner: unknown option --jsno"),
 ])
