@@ -61,6 +61,21 @@ def docs_sites(docs: Any, n: int) -> list[str]:
     return [f"{docs.url()}/site{k}/" for k in range(n)]
 
 
+def one_docs_worker(tmp_path: Path, docs: Any, round_interval: float = 0.2
+                    ) -> tuple[Collector, subprocess.Popen[str]]:
+    """A runner of one docs worker on the first site, after its first round."""
+    collector = Collector(tmp_path / "c")
+    collector.configure(docs_urls=docs_sites(docs, 1), round_interval=round_interval,
+                        catalog_interval=0)
+    runner = collector.start_runner("--workers", "1", "--spiders", "docs")
+    try:
+        wait_for(lambda: rounds(collector) and rounds(collector)[0] >= 1, 60, "a first round")
+    except BaseException:
+        stop(runner)
+        raise
+    return collector, runner
+
+
 @pytest.mark.timeout(120)
 def test_load_config_runs_once_per_runner_over_three_rounds_of_four_workers(
         tmp_path: Path, fake_docs_factory: Any) -> None:
@@ -91,13 +106,9 @@ def test_load_config_runs_once_per_runner_over_three_rounds_of_four_workers(
 @pytest.mark.timeout(120)
 def test_data_dir_edited_mid_run_cannot_split_the_runner_from_its_workers(
         tmp_path: Path, fake_docs_factory: Any) -> None:
-    docs = fake_docs_factory(sites=1, pages=3)
-    collector = Collector(tmp_path / "c")
-    collector.configure(docs_urls=docs_sites(docs, 1), round_interval=0.2, catalog_interval=0)
+    collector, runner = one_docs_worker(tmp_path, fake_docs_factory(sites=1, pages=3))
     elsewhere = tmp_path / "elsewhere"
-    runner = collector.start_runner("--workers", "1", "--spiders", "docs")
     try:
-        wait_for(lambda: rounds(collector) and rounds(collector)[0] >= 1, 60, "a first round")
         collector.update_config({"data_dir": str(elsewhere)})
         done = rounds(collector)[0]
         wait_for(lambda: rounds(collector)[0] >= done + 2, 60, "two rounds after the edit")
@@ -120,12 +131,9 @@ def test_data_dir_edited_mid_run_cannot_split_the_runner_from_its_workers(
 def test_sighup_with_a_new_docs_site_gets_it_crawled_next_round(
         tmp_path: Path, fake_docs_factory: Any) -> None:
     docs = fake_docs_factory(sites=2, pages=3)
-    collector = Collector(tmp_path / "c")
-    collector.configure(docs_urls=docs_sites(docs, 1), round_interval=0.5, catalog_interval=0)
-    runner = collector.start_runner("--workers", "1", "--spiders", "docs")
+    collector, runner = one_docs_worker(tmp_path, docs, round_interval=0.5)
     new_site = f"{docs.url()}/site1/"
     try:
-        wait_for(lambda: rounds(collector) and rounds(collector)[0] >= 1, 60, "a first round")
         assert not [i for i in collector.items("docs") if i["url"].startswith(new_site)]
         collector.update_config({"spiders": {"docs": {"start_urls": docs_sites(docs, 2)}}})
         runner.send_signal(signal.SIGHUP)
@@ -143,12 +151,8 @@ def test_sighup_with_a_new_docs_site_gets_it_crawled_next_round(
 @pytest.mark.timeout(120)
 def test_sighup_with_a_broken_file_keeps_the_running_config_and_says_so_once(
         tmp_path: Path, fake_docs_factory: Any) -> None:
-    docs = fake_docs_factory(sites=1, pages=3)
-    collector = Collector(tmp_path / "c")
-    collector.configure(docs_urls=docs_sites(docs, 1), round_interval=0.2, catalog_interval=0)
-    runner = collector.start_runner("--workers", "1", "--spiders", "docs")
+    collector, runner = one_docs_worker(tmp_path, fake_docs_factory(sites=1, pages=3))
     try:
-        wait_for(lambda: rounds(collector) and rounds(collector)[0] >= 1, 60, "a first round")
         collector.config_path.write_text("round_interval: [oops\n")
         runner.send_signal(signal.SIGHUP)
         wait_for(lambda: "reload refused" in runner_log(collector), 30, "the refusal")
@@ -167,13 +171,11 @@ def test_sighup_with_a_broken_file_keeps_the_running_config_and_says_so_once(
 @pytest.mark.timeout(120)
 def test_runner_reload_command_prints_what_changed(tmp_path: Path,
                                                    fake_docs_factory: Any) -> None:
-    docs = fake_docs_factory(sites=1, pages=3)
-    collector = Collector(tmp_path / "c")
-    assert collector.runner("reload").returncode == 2  # no runner: one line, exit 2
-    collector.configure(docs_urls=docs_sites(docs, 1), round_interval=0.2, catalog_interval=0)
-    runner = collector.start_runner("--workers", "1", "--spiders", "docs")
+    idle = Collector(tmp_path / "idle")
+    idle.configure()
+    assert idle.runner("reload").returncode == 2  # no runner: one line, exit 2
+    collector, runner = one_docs_worker(tmp_path, fake_docs_factory(sites=1, pages=3))
     try:
-        wait_for(lambda: rounds(collector), 60, "the runner's status")
         collector.update_config({"round_interval": 5, "health": {"failed_rounds": 7}})
         changed = collector.runner("reload")
         assert changed.returncode == 0, changed.stderr
