@@ -171,6 +171,9 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.supervisor import Supervisor, preload
     from scraper.pidlock import LockFileError, PidLockHeld
 
+    # A reload asked for while starting (preload takes seconds) must not kill the runner, as
+    # SIGHUP's default would; the supervisor listens for it once it runs.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     layout = DataLayout(config.data_dir)
     try:
         redis_url = _distributed_mode(config)
