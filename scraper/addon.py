@@ -22,6 +22,7 @@ from scraper.layout import DataLayout
 PRIORITY = "project"
 
 _config: CollectorConfig | None = None
+_read: dict[str | None, CollectorConfig] = {}
 
 
 def use_config(config: CollectorConfig) -> None:
@@ -32,11 +33,14 @@ def use_config(config: CollectorConfig) -> None:
 
 
 def current_config(settings: BaseSettings) -> CollectorConfig:
-    """This process's config; read (once) from the file the settings or environment name."""
-    if _config is None:
-        use_config(load_config(settings.get("COLLECTOR_CONFIG")))
-    assert _config is not None
-    return _config
+    """The runner's config, else the file the settings (``COLLECTOR_CONFIG``) or environment
+    name, read once per process."""
+    if _config is not None:
+        return _config
+    path = settings.get("COLLECTOR_CONFIG")
+    if path not in _read:
+        _read[path] = load_config(path)
+    return _read[path]
 
 
 def config_settings(config: CollectorConfig) -> dict[str, Any]:
