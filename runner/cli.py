@@ -255,9 +255,10 @@ an init script's ``status`` says "program is not running": scripts test for it."
 
 
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
+    from runner.resolved import run_config
     from runner.status import collect_status, render_status
 
-    status = collect_status(DataLayout(config.data_dir), config.redis_url, config)
+    status = collect_status(DataLayout(config.data_dir), config.redis_url, run_config(config))
     code = 0 if status["runner"]["alive"] else NOT_RUNNING
     text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
     try:

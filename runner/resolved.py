@@ -1,8 +1,9 @@
 """The config a run uses, resolved and without secrets: ``state/config.json``.
 
 The runner writes it at start and after each accepted reload. A process the runner starts by
-exec (the catalog child) is given it as its ``--config``, so it runs on what the runner runs on,
-not on whatever the file says by then. It is JSON, which is YAML: ``load_config`` reads it like
+exec (the catalog child) is given it as its ``--config``, and ``status`` and the watchdog judge
+the run by it (:func:`run_config`), so each runs on what the runner runs on, not on whatever the
+file says by then. It is JSON, which is YAML: ``load_config`` reads it like
 collector.yaml. Left out: the token (only the name of its variable is kept, as in the file),
 the Redis password (masked) and the webhook URL (which often carries a key).
 """
@@ -10,9 +11,10 @@ the Redis password (masked) and the webhook URL (which often carries a key).
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 from typing import Any
 
-from scraper.config import SPIDER_NAMES, CollectorConfig, Secret
+from scraper.config import SPIDER_NAMES, CollectorConfig, ConfigError, Secret, load_config
 from scraper.layout import DataLayout
 from scraper.statefile import write_json_atomic
 from scraper.urlmask import mask_url
@@ -48,3 +50,18 @@ def _plain(value: Any) -> Any:
 def write_resolved(layout: DataLayout, config: CollectorConfig) -> None:
     layout.state_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(layout.resolved_config, config_record(config))
+
+
+def run_config(config: CollectorConfig) -> CollectorConfig:
+    """The config of the run on ``config.data_dir`` (its thresholds, intervals, plan): its
+    resolved record when the runner wrote one, with ``config``'s Redis URL and webhook (the
+    record has neither); ``config`` itself when there is no readable record."""
+    path = DataLayout(config.data_dir).resolved_config
+    if not path.is_file():
+        return config
+    try:
+        recorded = load_config(path)
+    except ConfigError:
+        return config
+    return replace(recorded, redis_url=config.redis_url, notify=config.notify,
+                   source=config.source)

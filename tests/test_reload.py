@@ -218,3 +218,21 @@ def test_resolved_record_reads_back_as_the_config_without_its_secrets(tmp_path: 
                  "health", "autoscale", "catalog_interval", "stop_timeout"):
         assert getattr(back, name) == getattr(config, name), name
     assert back.github.limits == config.github.limits and back.github.token is None
+
+
+def test_status_and_watchdog_judge_by_the_runs_config_not_an_unreloaded_edit(
+        tmp_path: Path) -> None:
+    from runner.resolved import run_config, write_resolved
+    from scraper.layout import DataLayout
+
+    path = tmp_path / "collector.yaml"
+    path.write_text("round_interval: 60\nhealth: {failed_rounds: 3}\n")
+    running = load_config(path, environ={})
+    assert run_config(running) is running  # no run yet: the file's
+    write_resolved(DataLayout(running.data_dir), running)
+    path.write_text("round_interval: 5\nhealth: {failed_rounds: 9}\n"
+                    "notify: {webhook_url: 'http://127.0.0.1:1/hook'}\n")
+    edited = load_config(path, environ={})
+    judged = run_config(edited)
+    assert (judged.round_interval, judged.health.failed_rounds) == (60, 3)
+    assert judged.notify == edited.notify  # where to say it is the file's, never recorded

@@ -47,6 +47,7 @@ from runner.ops.restart import (
 )
 from runner.outcome import shard_health, unhealthy_spiders
 from runner.pidfile import running_pid
+from runner.resolved import run_config
 from runner.state import (
     HealthMemory,
     RunnerLaunch,
@@ -74,6 +75,7 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
+    config = run_config(config)  # the running runner's thresholds, not an unreloaded edit's
     layout = DataLayout(config.data_dir)
     status = read_status(layout.status_file)
     # How to start the runner again: its own record, else (a runner older than that record)
