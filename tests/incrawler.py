@@ -30,9 +30,11 @@ class PlainSpider(Spider):
 
 
 def project_crawler(spidercls: type[Spider] = PlainSpider, **settings: Any) -> Crawler:
-    """A crawler with the project's settings, ``settings`` over them, and its spider made."""
+    """A crawler with the project's settings, ``settings`` over them, its spider and its engine
+    made (not started: to the components, a crawl that is closing)."""
     values = {name: getattr(project_settings, name) for name in dir(project_settings)
               if name.isupper()}
     crawler = get_crawler(spidercls, settings_dict={**values, **settings})
     crawler.spider = spidercls.from_crawler(crawler)
+    crawler.engine = crawler._create_engine()
     return crawler
