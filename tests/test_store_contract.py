@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,12 @@ from scraper.searchslices import Range, Slice
 from scraper.stores.base import StoreUnavailable, build_store
 from scraper.stores.memory import MemoryOutage
 from tests.incrawler import MEMORY, project_crawler
-from tests.test_distributed import REDIS_SERVER, RedisServer, free_port
+from tests.test_distributed import (  # the module's one redis-server
+    REDIS_SERVER,
+    RedisServer,
+    free_port,
+    redis_server,  # noqa: F401
+)
 
 REDIS = {
     "DELTAFETCH_STORAGE": "scraper.stores.redis.deltafetch.RedisDeltaFetchStore",
@@ -32,18 +37,6 @@ REDIS = {
     "SLICEPLAN_STORAGE": "scraper.stores.redis.sliceplans.RedisSlicePlanStore",
 }
 BACKENDS = ["memory", "sqlite", "redis"]
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server not found on PATH")
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class Backend:

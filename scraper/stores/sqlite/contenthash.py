@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scrapy.crawler import Crawler
-
-from scraper.layout import DataLayout
-from scraper.stores.base import AlwaysUp
-from scraper.stores.sqlite.mapping import SqliteMapping
+from scraper.stores.sqlite.mapping import SpiderStorage, SqliteMapping
 
 STORE_KIND = "contenthash"
 
@@ -37,31 +33,17 @@ class SqliteContentHashStore(SqliteMapping):
         """Nothing was stored for a claim."""
 
 
-class SqliteContentHashStorage(AlwaysUp):
-    def __init__(self, layout: DataLayout) -> None:
-        self.layout = layout
-        self.db: SqliteContentHashStore | None = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SqliteContentHashStorage:
-        return cls(DataLayout.from_settings(crawler.settings))
-
+class SqliteContentHashStorage(SpiderStorage[SqliteContentHashStore]):
     def open_spider(self, spider: str, ignore_before: str) -> None:
-        self.db = SqliteContentHashStore(self.layout.contenthash_db(spider),
-                                         ignore_before=ignore_before)
-        self.db.absorb(self.layout.shard_contenthash_dbs(spider))
+        self._db = SqliteContentHashStore(self.layout.contenthash_db(spider),
+                                          ignore_before=ignore_before)
+        self._db.absorb(self.layout.shard_contenthash_dbs(spider))
 
     def claim(self, digest: str) -> bool:
-        assert self.db is not None
         return self.db.claim(digest)
 
     def confirm(self, digest: str, collected_at: str) -> None:
-        assert self.db is not None
         self.db.confirm(digest, collected_at)
 
     def release(self, digest: str) -> None:
         """Nothing was stored for a claim."""
-
-    def close_spider(self) -> None:
-        if self.db is not None:
-            self.db.close()

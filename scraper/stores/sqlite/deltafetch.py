@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 
-from scrapy.crawler import Crawler
-
-from scraper.layout import DataLayout
-from scraper.stores.base import AlwaysUp
-from scraper.stores.sqlite.mapping import SqliteMapping
+from scraper.stores.sqlite.mapping import SpiderStorage, SqliteMapping
 
 STORE_KIND = "deltafetch"
 
@@ -40,31 +36,16 @@ class DeltaFetchStore(SqliteMapping):
             self[key] = value
 
 
-class SqliteDeltaFetchStorage(AlwaysUp):
-    def __init__(self, layout: DataLayout) -> None:
-        self.layout = layout
-        self.db: DeltaFetchStore | None = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SqliteDeltaFetchStorage:
-        return cls(DataLayout.from_settings(crawler.settings))
-
+class SqliteDeltaFetchStorage(SpiderStorage[DeltaFetchStore]):
     def open_spider(self, spider: str, refresh_after: float | None) -> None:
-        self.db = DeltaFetchStore(self.layout.deltafetch_db(spider), kind=STORE_KIND)
-        self.db.absorb(self.layout.shard_deltafetch_dbs(spider))
+        self._db = DeltaFetchStore(self.layout.deltafetch_db(spider), kind=STORE_KIND)
+        self._db.absorb(self.layout.shard_deltafetch_dbs(spider))
 
     def get(self, key: bytes) -> str | None:
-        assert self.db is not None
         return self.db.get(key)
 
     def links(self, key: bytes) -> list[str]:
-        assert self.db is not None
         return self.db.links(key)
 
     def record(self, key: bytes, value: str, links: list[str] | None = None) -> None:
-        assert self.db is not None
         self.db.record(key, value, links)
-
-    def close_spider(self) -> None:
-        if self.db is not None:
-            self.db.close()

@@ -6,7 +6,12 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
+from scrapy.crawler import Crawler
+
+from scraper.layout import DataLayout
+from scraper.stores.base import AlwaysUp
 from scraper.stores.merge import merge_stores
 from scraper.stores.sqlite import open_store, transaction
 
@@ -58,3 +63,27 @@ class SqliteMapping:
 
     def close(self) -> None:
         self._conn.close()
+
+
+MappingT = TypeVar("MappingT", bound=SqliteMapping)
+
+
+class SpiderStorage(AlwaysUp, Generic[MappingT]):
+    """A ``*_STORAGE`` class over one spider's mapping, opened at ``open_spider``."""
+
+    def __init__(self, layout: DataLayout) -> None:
+        self.layout = layout
+        self._db: MappingT | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Any:
+        return cls(DataLayout.from_settings(crawler.settings))
+
+    @property
+    def db(self) -> MappingT:
+        assert self._db is not None, "used before open_spider"
+        return self._db
+
+    def close_spider(self) -> None:
+        if self._db is not None:
+            self._db.close()
