@@ -82,15 +82,18 @@ PRELOAD_MODULES = (
     "scraper.downloadermiddlewares.githubauth", "scraper.extensions.workerstate",
     "scraper.extensions.logrotate", "scraper.commands.crawl", "scraper.budget.store",
     "scraper.downloadermiddlewares.budget", "scraper.spidermiddlewares.sitecap",
-    "scraper.extensions.summary", "scraper.stores.merge",
+    "scraper.extensions.summary", "scraper.stores.merge", "scraper.stores.sqlite.deltafetch",
+    "scraper.stores.sqlite.contenthash", "scraper.stores.sqlite.budget",
+    "scraper.stores.sqlite.etags", "scraper.stores.sqlite.sliceplans",
 )
 
 
 DISTRIBUTED_MODULES = (
     "redis", "scrapy_redis.scheduler", "scrapy_redis.spiders", "scraper.distributed.spider",
     "scraper.distributed.scheduler", "scraper.distributed.dupefilter",
-    "scraper.distributed.contenthash", "scraper.distributed.deltafetch",
-    "scraper.distributed.budget", "scraper.distributed.worker", "scraper.distributed.registry",
+    "scraper.stores.redis.contenthash", "scraper.stores.redis.deltafetch",
+    "scraper.stores.redis.budget", "scraper.stores.redis.etags", "scraper.stores.redis.sliceplans",
+    "scraper.distributed.worker", "scraper.distributed.registry",
 )
 """Preloaded too in the distributed mode (``--redis-url``): what every worker then imports."""
 

@@ -125,6 +125,16 @@ collected before again; the store is kept and updated."""
 CONTENTHASH_RESET = False
 """True (``-s CONTENTHASH_RESET=1``, or ``-a contenthash_reset=1``): this run writes items whose
 content was collected before again; the store is kept and updated."""
+# The stores, each a class named by a setting as Scrapy's HTTPCACHE_STORAGE (scraper/stores/):
+# these are the one-machine ones; the distributed mode names the Redis ones
+# (scraper/distributed/wiring.py), tests the in-memory ones (scraper/stores/memory.py).
+DELTAFETCH_STORAGE = "scraper.stores.sqlite.deltafetch.SqliteDeltaFetchStorage"
+CONTENTHASH_STORAGE = "scraper.stores.sqlite.contenthash.SqliteContentHashStorage"
+BUDGET_STORAGE = "scraper.stores.sqlite.budget.SqliteBudgetStorage"
+ETAG_STORAGE = "scraper.stores.sqlite.etags.EtagStore"
+SLICEPLAN_STORAGE = "scraper.stores.sqlite.sliceplans.SlicePlanStore"
+MEMORY_STORAGE_SPACE = ""
+"""The in-memory stores of crawls naming the same space share their contents; "" = none."""
 SPIDER_MIDDLEWARES = {
     "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch": 100,
     # Closer to the engine than deltafetch: only pages about to be fetched count against a

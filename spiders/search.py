@@ -25,7 +25,6 @@ from twisted.python.failure import Failure
 from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
-from scraper.layout import DataLayout
 from scraper.outcome import note_empty_listing
 from scraper.searchslices import (
     RESULTS_CAP,
@@ -39,7 +38,7 @@ from scraper.searchslices import (
     parse_query,
     resplit,
 )
-from scraper.stores.sliceplans import WHOLE, SlicePlanStore
+from scraper.stores.base import WHOLE, SlicePlanStorage, StoreUnavailable, build_store
 from spiders.base import CollectorSpider
 
 API_HEADERS = {
@@ -96,7 +95,7 @@ class SearchSpider(CollectorSpider):
     # HttpError; a 304 (the budget middleware asked with If-None-Match) means "unchanged".
     custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}
 
-    _plans: SlicePlanStore | None = None
+    _plans: SlicePlanStorage | None = None
     api_url: str
     api_origin: tuple[str, str, int | None]
     sort: str
@@ -142,7 +141,7 @@ class SearchSpider(CollectorSpider):
         for query in self.my_entries():
             state = self.state(query)
             complete = state.parsed is not None
-            plan = self.plans.load(query) if complete else None
+            plan = self._load_plan(query) if complete else None
             if not plan:  # no plan yet, or the query fits: the query itself, page 1
                 state.changed = plan is None and complete
                 state.slices[""] = None
@@ -165,11 +164,16 @@ class SearchSpider(CollectorSpider):
             return None
 
     @property
-    def plans(self) -> SlicePlanStore:
+    def plans(self) -> SlicePlanStorage:
         if self._plans is None:
-            self._plans = SlicePlanStore(DataLayout.from_settings(self.settings)
-                                         .search_slices_db)
+            self._plans = build_store(self.crawler, "SLICEPLAN_STORAGE")
         return self._plans
+
+    def _load_plan(self, query: str) -> list[Slice] | None:
+        try:
+            return self.plans.load(query)
+        except StoreUnavailable:  # unknown: planned afresh, as a query never seen
+            return None
 
     def closed(self, reason: str) -> None:
         if self._plans is not None:
@@ -408,7 +412,10 @@ class SearchSpider(CollectorSpider):
         if state.sweeps or state.broken or state.stopped or not state.changed:
             return
         plan = [piece for piece in state.slices.values() if piece is not None] or WHOLE
-        self.plans.save(state.query, plan)
+        try:
+            self.plans.save(state.query, plan)
+        except StoreUnavailable:  # kept for the next save of this query; else planned again
+            return
         state.changed = False
         if plan:
             self.logger.info("search %r: %d slices planned", state.query, len(plan))
