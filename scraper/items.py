@@ -104,6 +104,10 @@ class DocPageItem(CollectedItem):
     canonical_url = Field()  # <link rel="canonical">, like url not content
     lang = Field()           # <html lang>
     last_modified = Field()  # changes without the content changing (a redeploy)
+    # How many code blocks the page's content had, and how many markdown holds byte-exact
+    # (the converter's check of its Markdown against the tree it walked).
+    code_blocks = Field()
+    code_blocks_exact = Field()
 
 
 def is_deduplicated(item: Any) -> bool:
