@@ -19,6 +19,11 @@ of 1,600 nested ``<div>``s (tests/fakes/hostile.py) converts at all. CPU: proces
 per page, median of ``--repeat`` conversions, and its ratio to the walker's in the same run.
 A contender that is not installed is skipped with the reason printed
 (``pip install -e '.[bench]'`` installs them all).
+
+Per generator, on the pages of tests/data/generators (rustdoc, mdBook, GitBook, Javadoc, TypeDoc,
+Doxygen, Antora…): the exact-code-block rate, each code block's code as a browser shows it
+(tests/generator_pages.py reads it from the HTML) found byte-exact in a fenced block of the output,
+and CPU ms per page.
 """
 
 from __future__ import annotations
@@ -48,8 +53,10 @@ from benchmarks.common import (
     write_json,
 )
 from scraper.parsers.docs import MAIN_XPATHS, extract_page, is_boilerplate
+from scraper.parsers.fidelity import read_fences
 from scraper.parsers.markdown import INVISIBLE, language_of
 from tests import docs_fixtures as fixtures
+from tests import generator_pages
 from tests.fakes.hostile import NESTED_DIVS, NESTED_TEXT, dense_page
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
@@ -170,6 +177,19 @@ def survives(convert: Convert, html: str) -> str:
         return "RecursionError"
 
 
+def generator_rates(convert: Convert, whole_page: bool, repeat: int) -> dict[str, Any]:
+    """Per generator page: code blocks, those byte-exact in a fenced block, CPU ms."""
+    rates = {}
+    for page in generator_pages.PAGES:
+        html = generator_pages.page_html(page)
+        given = html if whole_page else main_content_html(html)
+        expected = Counter(generator_pages.code_texts(html))
+        exact = sum((expected & Counter(read_fences(convert(given)))).values())
+        rates[page.name] = {"generator": page.generator, "code_blocks": sum(expected.values()),
+                            "code_exact": exact, "cpu_ms": cpu_ms(convert, given, repeat)}
+    return rates
+
+
 def run(repeat: int) -> dict[str, Any]:
     pages = [(fixture, fixtures.fixture_html(fixture)) for fixture in fixtures.PAGES]
     inputs = {fixture.name: main_content_html(html) for fixture, html in pages}
@@ -194,7 +214,8 @@ def run(repeat: int) -> dict[str, Any]:
                   for key in next(iter(per_page.values()))}
         totals["cpu_ms"] = totals["cpu_ms"] / len(per_page)
         totals["nested_divs"] = survives(convert, nested if whole_page else nested_main)
-        results["contenders"][name] = {"version": version, "pages": per_page, "totals": totals}
+        results["contenders"][name] = {"version": version, "pages": per_page, "totals": totals,
+                                       "generators": generator_rates(convert, whole_page, repeat)}
     base = results["contenders"]["walker"]["totals"]["cpu_ms"]
     for contender in results["contenders"].values():
         contender["totals"]["cpu_vs_walker"] = ratio(contender["totals"]["cpu_ms"], base)
@@ -222,6 +243,25 @@ def table(results: dict[str, Any]) -> str:
     return out
 
 
+def generators_table(results: dict[str, Any]) -> str:
+    """Exact code blocks and CPU ms per generator page, a column per contender."""
+    names = list(results["contenders"])
+    rows = []
+    for page in generator_pages.PAGES:
+        row = [page.generator]
+        for name in names:
+            rate = results["contenders"][name]["generators"][page.name]
+            row.append(f"{rate['code_exact']}/{rate['code_blocks']}, {fmt(rate['cpu_ms'], 1)} ms")
+        rows.append(row)
+    totals = ["all"]
+    for name in names:
+        rates = results["contenders"][name]["generators"].values()
+        cpu = statistics.mean(rate["cpu_ms"] for rate in rates)
+        totals.append(f"{sum(r['code_exact'] for r in rates)}/"
+                      f"{sum(r['code_blocks'] for r in rates)}, {fmt(cpu, 1)} ms")
+    return format_table(["generator (exact code blocks, CPU ms/page)", *names], [*rows, totals])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="conversions per page (median)")
@@ -239,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(fixtures.PAGES)} real docs pages, {repeat} conversions each; "
           f"{describe_machine(info)}")
     print(table(results))
+    print(generators_table(results))
     print(f"results: {out}")
     return 0
 

@@ -108,6 +108,7 @@ class DocPageItem(CollectedItem):
     # (the converter's check of its Markdown against the tree it walked).
     code_blocks = Field()
     code_blocks_exact = Field()
+    version = Field()  # the version the page documents: its URL's, or its version switcher's
 
 
 def is_deduplicated(item: Any) -> bool:

@@ -32,7 +32,7 @@ PAGES = 40
 HOST = "http://docs.test"
 VOLATILE = frozenset({"collected_at"})  # the wall clock of the crawl
 # Fields added since the recording: compared to nothing, every other field stays the same.
-ADDED_FIELDS = frozenset({"code_blocks", "code_blocks_exact"})
+ADDED_FIELDS = frozenset({"code_blocks", "code_blocks_exact", "version"})
 
 
 def start_urls(base: str) -> list[str]:

@@ -74,6 +74,15 @@ _CANONICAL = etree.XPath("string((//link[contains(concat(' ', normalize-space(@r
                          "' canonical ')]/@href)[1])")
 _LANG = etree.XPath("string((/html/@lang | /html/@xml:lang)[1])")
 _TITLE = etree.XPath("string(//title)")
+# Version switchers that say the page's version where its URL does not: Docusaurus and
+# DocSearch's meta tag, Sphinx's DOCUMENTATION_OPTIONS in pydata's and Furo's
+# <html data-version>, MkDocs mike's version selector.
+_SWITCHER_VERSION = etree.XPath(
+    "string((//meta[@name='docsearch:version']/@content | /html/@data-version | "
+    "//meta[@name='version']/@content)[1])")
+# A URL path segment naming a version: Read the Docs' latest/stable, 3, 20, v1.2, 4.x, 2.0.1.
+_VERSION_SEGMENT = re.compile(r"^(?:latest|stable|dev|devel|main|master|nightly|"
+                              r"v?\d+(?:\.\d+){0,3}(?:\.x)?)$", re.IGNORECASE)
 _LAST_UPDATED_PREFIX = re.compile(r"^\s*last\s+updated(?:\s+on)?\s*:?\s*", re.IGNORECASE)
 # Sphinx's default html_last_updated_fmt ("%b %d, %Y") and the other usual ones.
 _DATE_FORMATS = ("%b %d, %Y", "%B %d, %Y", "%Y-%m-%d", "%d %B %Y", "%d %b %Y")
@@ -95,6 +104,7 @@ class DocPage:
     last_modified: str | None
     code_blocks: int = 0  # code blocks in the content
     code_blocks_exact: int = 0  # of them, byte-exact in markdown
+    version: str | None = None  # the version the page documents
 
 
 def _normalise(text: str) -> str:
@@ -108,8 +118,10 @@ def is_boilerplate(element: etree._Element) -> bool:
         return True
     label = (element.get("aria-label") or "").lower()
     identifier = element.get("id") or ""
-    return label == "breadcrumbs" or identifier.startswith("MSearch") or is_cookie_banner(
-        identifier, classes(element))
+    if label == "breadcrumbs" or identifier.startswith("MSearch"):
+        return True
+    mentions = f"{identifier} {element.get('class') or ''}".lower()
+    return "cookie" in mentions and is_cookie_banner(identifier, classes(element))
 
 
 def is_cookie_banner(identifier: str, names: set[str]) -> bool:
@@ -140,6 +152,16 @@ def canonical_url(selector: Selector, page_url: str) -> str | None:
 def page_lang(selector: Selector) -> str | None:
     lang = _LANG(selector.root).strip()
     return lang or None
+
+
+def page_version(selector: Selector, page_url: str) -> str | None:
+    """The version a page documents: the first path segment of its URL that names one
+    (``/en/stable/``, ``/3/library/``, ``/v2.1/``), else its generator's version switcher."""
+    for segment in urlsplit(page_url).path.split("/")[:-1]:
+        if _VERSION_SEGMENT.match(segment):
+            return segment
+    switcher = _normalise(_SWITCHER_VERSION(selector.root))
+    return switcher or None
 
 
 def iso_utc(moment: datetime) -> str:
@@ -191,7 +213,8 @@ def extract_page(selector: Selector, page_url: str = "",
         return DocPage(title, [], "", "", *meta)
     page = convert(main, base_url(selector, page_url), skip=is_boilerplate)
     return DocPage(title, page.headings, page.text, page.markdown, *meta,
-                   page.fidelity.code_blocks, page.fidelity.code_blocks_exact)
+                   page.fidelity.code_blocks, page.fidelity.code_blocks_exact,
+                   page_version(selector, page_url))
 
 
 def site_prefix(start_url: str) -> str:

@@ -168,6 +168,7 @@ class Frame:
     rows: list[list[tuple[bool, list[str]]]] = field(default_factory=list)
     header: bool = False
     numbers: bool = False  # code: line numbers were left out of it
+    omitted: bool = False  # code: an element in it was left out (numbers, callouts, buttons)
 
     def flush(self) -> None:
         if not self.inline:
@@ -241,18 +242,22 @@ class Walker:
             return True
         tag = tag.lower()
         if tag in INVISIBLE:
+            if self.top.kind == "pre":
+                self.top.omitted = True
             return True
         if tag == "header" and element.find(".//h1") is None:
             return True  # a page header; an article's own header holds its title
         names = classes(element)
         if names & LINE_NUMBER_CLASSES:
             if self.top.kind == "pre":
-                self.top.numbers = True
+                self.top.numbers = self.top.omitted = True
             return True
         if "hideme" in names:
+            self.top.omitted = True
             return True  # rustdoc's toggle labels: "Expand description", "Show 19 fields"
         if self.top.kind == "pre":
             if is_callout(element, names):
+                self.top.omitted = True
                 # The space that set the callout off from the code is not code either.
                 self.top.inline.append(self.top.inline.pop().rstrip(" \t")
                                        if self.top.inline else "")
@@ -293,6 +298,8 @@ class Walker:
                 self.line_break(top)
             return
         if top.kind == "code" or (self.in_heading and tag not in INLINE_IN_HEADING):
+            if tag == "pre":
+                self.code_blocks.append("\x00")  # its code became inline text: not a block
             if tag == "br" or tag in BLOCK_ENDS or "where" in classes(element):
                 top.inline.append(" ")  # rustdoc's ``where`` clauses sit on lines of their own
             return
@@ -416,8 +423,9 @@ class Walker:
         # The check against the tree: the code holds every character the block's elements do
         # (less line numbers, callouts, buttons), whitespace aside; a block that lost text
         # counts as not exact, whatever its Markdown holds.
-        self.code_blocks.append(code if "".join(code.split()) == tree_code(frame.element)
-                                else "\x00")
+        in_tree = tree_code(frame.element) if frame.omitted else \
+            "".join("".join(frame.element.itertext()).split())
+        self.code_blocks.append(code if "".join(code.split()) == in_tree else "\x00")
         parent.blocks.append(fence(code, code_language(frame.element)))
 
     def end_heading(self, frame: Frame, parent: Frame) -> None:
