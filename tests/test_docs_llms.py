@@ -157,3 +157,36 @@ def _site_dir(crawled: Crawled, out: Path, *args: str) -> Path:
     _run(crawled.collector, "export", "--format", "llms", "--out", str(out), *args)
     (site,) = [path for path in out.iterdir() if path.name.endswith("-site0")]
     return site
+
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+def test_atom_feed_of_changed_pages_with_a_diff_per_entry(crawled: Crawled) -> None:
+    from lxml import etree
+
+    from runner.dataset.docsfeeds import diff_summary
+
+    feeds = crawled.collector.data_dir / "feeds"
+    name = f"docs-{crawled.base.split('//')[1].replace(':', '_')}-site0.atom"
+    # Only the generated site changed: the real pages' sites have no feed.
+    assert sorted(path.name for path in feeds.glob("docs-*.atom")) == [name]
+    feed = etree.parse(str(feeds / name)).getroot()
+    conn = sqlite3.connect(crawled.db)
+    changes = {url: (old, new) for url, old, new in conn.execute(
+        "SELECT v.url, o.markdown, n.markdown FROM docs_pages p "
+        "JOIN docs_versions v ON v.url = p.url AND v.content_hash = p.content_hash "
+        "JOIN docs_contents n ON n.url = v.url AND n.content_hash = v.content_hash "
+        "JOIN docs_versions f ON f.url = p.url AND f.first_seen < v.first_seen "
+        "JOIN docs_contents o ON o.url = f.url AND o.content_hash = f.content_hash "
+        "WHERE p.versions = 2")}
+    entries = feed.findall(f"{ATOM}entry")
+    assert len(entries) == len(changes) > 0
+    updated = [entry.findtext(f"{ATOM}updated") for entry in entries]
+    assert updated == sorted(updated, reverse=True)  # newest first
+    for entry in entries:
+        url = entry.find(f"{ATOM}link").get("href")
+        summary, diff = diff_summary(*changes[url])
+        assert entry.findtext(f"{ATOM}summary") == summary
+        assert entry.findtext(f"{ATOM}content") == diff
+        assert diff.startswith("--- before\n+++ after\n@@ ")

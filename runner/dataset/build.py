@@ -152,9 +152,18 @@ def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
                 result.bad_lines += bad
             _take_samples(conn, layout)
             if config is not None:
+                from runner.dataset.docsfeeds import write_docs_feeds
                 from runner.dataset.feeds import write_feeds
 
-                write_feeds(conn, layout, config.github.web_url, warn=warn)
+                said: set[str] = set()
+
+                def warn_once(line: str) -> None:  # both kinds of feed need feedgen
+                    if line not in said:
+                        said.add(line)
+                        warn(line)
+
+                write_feeds(conn, layout, config.github.web_url, warn=warn_once)
+                write_docs_feeds(conn, layout, config.docs.start_entries(), warn=warn_once)
         finally:
             conn.close()
     result.seconds = time.monotonic() - started

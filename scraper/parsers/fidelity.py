@@ -34,8 +34,9 @@ def read_fences(markdown: str) -> list[str]:
     lines = markdown.split("\n")
     i = 0
     while i < len(lines):
-        opening = _OPENING.match(lines[i])
+        line = lines[i]
         i += 1
+        opening = _OPENING.match(line) if "```" in line else None
         if not opening:
             continue
         rest, marks = continuation(opening.group(1)), opening.group(2)
@@ -54,6 +55,8 @@ def read_fences(markdown: str) -> list[str]:
 def measure(markdown: str, walked: Iterable[str]) -> Fidelity:
     """``walked``: each code block's code as the converter read it from the tree, in order."""
     expected = list(walked)
+    if not expected:
+        return Fidelity(0, 0)
     found = read_fences(markdown)
     exact, start = 0, 0
     for code in expected:
