@@ -71,6 +71,7 @@ _HARD_BREAK = "\x00"
 _BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,})")
 _INLINE_ESCAPE = re.compile(r"([*`\\]|<(?=[A-Za-z/!?]))")
 _BACKTICKS = re.compile(r"`+")
+_HEADING_BLOCK = re.compile(r"^#{1,6} ")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
 
 Skip = Callable[[etree._Element], bool]
@@ -558,6 +559,22 @@ class Walker:
         rows = [row for row in frame.rows if row]
         parent.flush()
         parent.blocks.extend(frame.blocks)  # caption and any stray text, before the table
+        # A row holding a heading (Doxygen's member tables: "Public Types", then its members)
+        # ends the table before it: the heading is the page's, and the rows after it a table
+        # of their own.
+        part: list[list[tuple[bool, list[str]]]] = []
+        for row in rows:
+            blocks = [block for _, cell in row for block in cell]
+            if any(_HEADING_BLOCK.match(block) for block in blocks):
+                self.add_table(part, parent)
+                parent.blocks.extend(blocks)
+                part = []
+            else:
+                part.append(row)
+        self.add_table(part, parent)
+
+    @staticmethod
+    def add_table(rows: list[list[tuple[bool, list[str]]]], parent: Frame) -> None:
         if not rows:
             return
         simple = all(len(blocks) <= 1 and "\n" not in "".join(blocks)
