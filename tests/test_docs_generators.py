@@ -97,3 +97,28 @@ def test_fidelity_counts_a_block_the_markdown_does_not_hold() -> None:
     lost = measure(markdown, ["x = 1\n\ny = 2", "quoted", "never written"])
     assert (lost.code_blocks, lost.code_blocks_exact, lost.complete) == (3, 2, False)
     assert measure("```\nx = 1\n```", ["x  =  1"]).code_blocks_exact == 0
+
+
+@pytest.mark.parametrize("url, version", [
+    ("https://docs.scrapy.org/en/latest/topics/settings.html", "latest"),
+    ("https://pip.pypa.io/en/stable/", "stable"),
+    ("https://docs.python.org/3/library/os.html", "3"),
+    ("https://docs.sqlalchemy.org/en/20/orm/", "20"),
+    ("https://example.org/istio-tutorial/1.9.x/advanced/cube.html", "1.9.x"),
+    ("https://example.org/docs/v2.1/index.html", "v2.1"),
+    ("https://example.org/guide/3.html", None),  # a page named 3, not a version
+    ("https://example.org/guide/page.html", None),
+])
+def test_version_from_the_url(url: str, version: str | None) -> None:
+    from scraper.parsers.docs import page_version
+
+    assert page_version(Selector(text="<html><body><p>x</p></body></html>"), url) == version
+
+
+def test_version_from_the_generators_switcher() -> None:
+    from tests.docs_fixtures import PAGES as FIVE
+    from tests.docs_fixtures import fixture_html
+
+    docusaurus = next(page for page in FIVE if "docusaurus" in page.name)
+    doc = extract_page(Selector(text=fixture_html(docusaurus)), PAGE_URL)
+    assert doc.version == "current"  # <meta name="docsearch:version" content="current">

@@ -74,9 +74,9 @@ _CANONICAL = etree.XPath("string((//link[contains(concat(' ', normalize-space(@r
                          "' canonical ')]/@href)[1])")
 _LANG = etree.XPath("string((/html/@lang | /html/@xml:lang)[1])")
 _TITLE = etree.XPath("string(//title)")
-# Version switchers that say the page's version where its URL does not: Docusaurus and
-# DocSearch's meta tag, Sphinx's DOCUMENTATION_OPTIONS in pydata's and Furo's
-# <html data-version>, MkDocs mike's version selector.
+# Where a generator says the page's version when its URL does not: Docusaurus's DocSearch
+# meta tag (``current`` for the unreleased docs), and themes' <html data-version> or
+# <meta name="version">.
 _SWITCHER_VERSION = etree.XPath(
     "string((//meta[@name='docsearch:version']/@content | /html/@data-version | "
     "//meta[@name='version']/@content)[1])")

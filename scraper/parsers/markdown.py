@@ -54,7 +54,7 @@ LINE_NUMBER_CLASSES = frozenset({"linenos", "lineno", "linenodiv", "line-numbers
 CODE_TABLE_CLASSES = frozenset({"highlighttable", "rouge-table", "lntable", "hljs-ln"})
 # Code blocks that are not a ``<pre>``: Doxygen's fragments, one ``div.line`` per line.
 CODE_DIV_CLASSES = frozenset({"fragment"})
-# Inline tags that break a line in a code block or a heading as a browser lays them out.
+# Block tags, where a browser starts and ends a line in a code block.
 CODE_LINE_BLOCKS = BLOCK_ENDS | {"p", "pre"}
 # A heading's permalink: a link to the heading whose whole text is one of these symbols.
 PERMALINK_SYMBOLS = frozenset({"§", "¶", "#", "◆", "🔗", "⚓", "🔗︎"})
@@ -170,6 +170,7 @@ class Frame:
     header: bool = False
     numbers: bool = False  # code: line numbers were left out of it
     omitted: bool = False  # code: an element in it was left out (numbers, callouts, buttons)
+    fragment: bool = False  # code outside <pre>: whitespace between its line divs is not code
 
     def flush(self) -> None:
         if not self.inline:
@@ -274,7 +275,7 @@ class Walker:
             self.heading_text.append(text)
         top = self.top
         if top.kind in ("pre", "code"):
-            if top.header and "\n" in text and not text.strip():
+            if top.fragment and "\n" in text and not text.strip():
                 return  # between a Doxygen fragment's line divs: not laid out
             top.inline.append(text)
         elif top.kind in ("list", "table") and not text.strip():
@@ -306,8 +307,7 @@ class Walker:
             return
         if tag == "pre" or (tag == "div" and classes(element) & CODE_DIV_CLASSES):
             top.flush()
-            # header: a code block outside <pre>, where whitespace between lines is not code
-            self.push("pre", element, header=tag != "pre")
+            self.push("pre", element, fragment=tag != "pre")
         elif tag in HEADINGS:
             top.flush()
             self.in_heading = True
