@@ -190,3 +190,23 @@ def test_atom_feed_of_changed_pages_with_a_diff_per_entry(crawled: Crawled) -> N
         assert entry.findtext(f"{ATOM}summary") == summary
         assert entry.findtext(f"{ATOM}content") == diff
         assert diff.startswith("--- before\n+++ after\n@@ ")
+
+
+def test_page_paths_stay_under_the_site_and_never_collide(tmp_path: Path) -> None:
+    from runner.dataset.llms import Site, page_path
+
+    prefix = "https://docs.example.org/en/latest/"
+    assert page_path(prefix, prefix) == "index.md"
+    assert page_path(f"{prefix}topics/settings.html", prefix) == "topics/settings.md"
+    assert page_path(f"{prefix}topics/", prefix) == "topics/index.md"
+    assert page_path(f"{prefix}../../etc/passwd", prefix) == "etc/passwd.md"
+    assert page_path(f"{prefix}a%20b/c:d.htm", prefix) == "a_b/c_d.md"
+    site = Site(prefix, tmp_path)
+    for url in (f"{prefix}faq", f"{prefix}faq.html", f"{prefix}faq?lang=de"):
+        site.add(url, "FAQ", f"from {url}")
+    site.finish()
+    written = sorted(path.name for path in tmp_path.glob("faq*.md"))
+    assert len(written) == 3 and "faq.md" in written
+    bodies = {path.read_text(encoding="utf-8").rsplit("\n", 2)[-2]
+              for path in tmp_path.glob("*.md")}
+    assert bodies == {f"from {prefix}faq", f"from {prefix}faq.html", f"from {prefix}faq?lang=de"}

@@ -15,6 +15,7 @@ English text with GPT-style tokenizers (code and other languages run higher).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -80,6 +81,7 @@ class Site:
     prefix: str
     out: Path
     pages: list[tuple[str, str, int]] = field(default_factory=list)  # url, title, tokens
+    paths: set[str] = field(default_factory=set)  # the .md files written so far
     title: str = ""
     summary: str = ""
 
@@ -91,7 +93,11 @@ class Site:
         with open(self.out / ".llms-full.txt.tmp", "a" if self.pages else "w",
                   encoding="utf-8") as full:
             full.write(f"\n{document}" if self.pages else document)
-        write_atomic(self.out / page_path(url, self.prefix), document)
+        path = page_path(url, self.prefix)
+        if path in self.paths:  # /a and /a.html, or URLs that differ in their query
+            path = f"{path[:-3]}-{hashlib.sha256(url.encode()).hexdigest()[:8]}.md"
+        self.paths.add(path)
+        write_atomic(self.out / path, document)
         self.pages.append((url, title, estimate_tokens(document)))
         if url == self.prefix or not self.title:
             self.title = title
