@@ -122,3 +122,26 @@ def test_version_from_the_generators_switcher() -> None:
     docusaurus = next(page for page in FIVE if "docusaurus" in page.name)
     doc = extract_page(Selector(text=fixture_html(docusaurus)), PAGE_URL)
     assert doc.version == "current"  # <meta name="docsearch:version" content="current">
+
+
+def test_latest_and_stable_of_one_page_are_one_item() -> None:
+    """The same page served under /en/latest/ and /en/stable/ (Read the Docs' aliases of one
+    build) hashes the same, so the content-hash dedup keeps one item; another version that says
+    the same but links elsewhere in its own tree is still the same page of that version."""
+    from scraper.items import DocPageItem, content_hash
+
+    html = page_html(PAGES[3])  # MkDocs readthedocs theme: relative links all over the page
+    items = {}
+    for version in ("latest", "stable", "3.0"):
+        url = f"https://docs.example.org/en/{version}/guide/index.html"
+        doc = extract_page(Selector(text=html), url)
+        assert doc.version == version
+        assert f"](https://docs.example.org/en/{version}/" in doc.markdown
+        items[version] = DocPageItem(url=url, title=doc.title, headings=doc.headings,
+                                     markdown=doc.markdown)
+    assert content_hash(items["latest"]) == content_hash(items["stable"]) == \
+        content_hash(items["3.0"])
+    other = DocPageItem(url="https://docs.example.org/en/stable/guide/index.html",
+                        title=items["stable"]["title"], headings=items["stable"]["headings"],
+                        markdown=items["latest"]["markdown"])  # links into another version
+    assert content_hash(other) != content_hash(items["stable"])

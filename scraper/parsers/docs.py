@@ -14,6 +14,7 @@ from parsel import Selector
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from scraper.parsers.markdown import classes, convert
+from scraper.versions import url_version
 
 
 def _has_class(name: str) -> str:
@@ -80,9 +81,6 @@ _TITLE = etree.XPath("string(//title)")
 _SWITCHER_VERSION = etree.XPath(
     "string((//meta[@name='docsearch:version']/@content | /html/@data-version | "
     "//meta[@name='version']/@content)[1])")
-# A URL path segment naming a version: Read the Docs' latest/stable, 3, 20, v1.2, 4.x, 2.0.1.
-_VERSION_SEGMENT = re.compile(r"^(?:latest|stable|dev|devel|main|master|nightly|"
-                              r"v?\d+(?:\.\d+){0,3}(?:\.x)?)$", re.IGNORECASE)
 _LAST_UPDATED_PREFIX = re.compile(r"^\s*last\s+updated(?:\s+on)?\s*:?\s*", re.IGNORECASE)
 # Sphinx's default html_last_updated_fmt ("%b %d, %Y") and the other usual ones.
 _DATE_FORMATS = ("%b %d, %Y", "%B %d, %Y", "%Y-%m-%d", "%d %B %Y", "%d %b %Y")
@@ -157,9 +155,9 @@ def page_lang(selector: Selector) -> str | None:
 def page_version(selector: Selector, page_url: str) -> str | None:
     """The version a page documents: the first path segment of its URL that names one
     (``/en/stable/``, ``/3/library/``, ``/v2.1/``), else its generator's version switcher."""
-    for segment in urlsplit(page_url).path.split("/")[:-1]:
-        if _VERSION_SEGMENT.match(segment):
-            return segment
+    in_url = url_version(page_url)
+    if in_url:
+        return in_url[0]
     switcher = _normalise(_SWITCHER_VERSION(selector.root))
     return switcher or None
 
