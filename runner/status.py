@@ -84,8 +84,11 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     }
     identity = identity_label(identity_for_token(
         config.github.token.reveal() if config.github.token else None))
+    from runner.dataset.fidelity import catalog_fidelity
+
     result = {"runner": runner, "workers": workers, "totals": totals,
-              "budget": in_use(budget_rows(layout), identity)}
+              "budget": in_use(budget_rows(layout), identity),
+              "docs_fidelity": [asdict(site) for site in catalog_fidelity(layout, config)]}
     redis_url = redis_url or status.runner.redis_url
     if redis_url:
         from scraper.distributed.registry import cluster_status
@@ -178,6 +181,12 @@ def render_status(status: dict[str, Any]) -> str:
     lines.append(f"total: {totals['items']} items, data {format_size(totals['data_bytes'])}, "
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
     lines += render_budget(status.get("budget") or [])
+    if status.get("docs_fidelity"):
+        from runner.dataset.fidelity import SiteFidelity
+
+        lines.append("docs code fidelity (catalog):")
+        for site in status["docs_fidelity"]:  # the site on a line of its own: URLs are long
+            lines += [f"  {site['site']}", f"    {SiteFidelity(**site).totals()}"]
     if "cluster" in status:
         from runner.cluster import render_cluster
 

@@ -179,6 +179,7 @@ DOWNLOAD_SLOTS = {
 ITEM_PIPELINES = {
     "pipelines.surrogates.LoneSurrogatePipeline": 50,  # before anything encodes the item
     "pipelines.contenthash.ContentHashPipeline": 100,
+    "pipelines.fidelity.CodeFidelityPipeline": 800,  # after dedup: a page logged once
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
 TRENDING_MAX_ROWS = 100
