@@ -168,8 +168,8 @@ def docs_request_entry(i: int) -> bytes:
 
 
 def memory_part(scale: Scale, redis: Redis) -> dict[str, Any]:
-    from scraper.distributed.contenthash import unix_seconds
     from scraper.distributed.keys import Keys
+    from scraper.stores.redis.contenthash import unix_seconds
 
     keys, n = Keys(), scale.memory_n
     template = docs_request_entry(0)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from scraper.statefile import SlotRecord
+from runner.state import SlotRecord
 from scraper.units import format_duration
 
 

@@ -28,6 +28,7 @@ Redis can serve several collectors (or test runs) side by side::
                                              hashes are listpacks: ~40 bytes an item
     {p}:{spider}:claim:{hash}          str   worker id holding the hash between process_item
                                              and the item being written; TTL = claim TTL
+    {p}:search:plans                   hash  search query → its slice plan (JSON list)
     {p}:budget:state                   str   the GitHub budget's tables (JSON snapshot)
     {p}:budget:lock                    str   held for one budget transaction
     {p}:budget:etag:{identity}:{sha1}  str   last ETag of a search page; TTL 30 days
@@ -142,6 +143,10 @@ class Keys:
 
     def claim(self, spider: str, digest: str) -> str:
         return self._spider(spider, f"claim:{digest}")
+
+    @property
+    def slice_plans(self) -> str:
+        return f"{self.prefix}:search:plans"
 
     @property
     def budget_state(self) -> str:
