@@ -121,6 +121,13 @@ ITEM_PIPELINES = {
 }
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
+TRENDING_MAX_ELEMENTS = 30_000
+"""HTML elements parsed per trending page (GitHub's has about 5,000; 100 rows about 15,000): the
+page is cut on its bytes before parsing, so no answer builds a tree of more (about 10 MB)."""
+DOCS_MAX_ELEMENTS = 150_000
+"""HTML elements a docs page may hold (a real page has a few thousand; 100,000 list items
+pass). Counted on the bytes before parsing; a page with more is not collected, one ERROR line:
+its tree and Markdown would take a worker past 200 MB."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""

@@ -31,15 +31,25 @@ Dense pages under ``/dense/`` (``/dense/index.html`` links to each), a site of t
     items.html           100,000 list items
     p{n}.html            a small page (what big.html's links point to)
 
+Pages whose parsed form, not their bytes, is the danger, each under its spider's size cap,
+under ``/shapes/`` (``/shapes/index.html`` links to the docs ones)::
+
+    cells.html           380,000 ``<td>x`` cells in 1.9 MB (under the docs cap)
+    columns.html         a table of 2,000 columns and 190 rows, 1.9 MB
+
 A GitHub-like trending page at ``/trending`` (any language path, any ``since``) with
-:data:`TRENDING_FLOOD_ROWS` rows where GitHub serves 25.
+:data:`TRENDING_FLOOD_ROWS` rows where GitHub serves 25; ``/trending/cells``: 15 MB of
+``<td>x``; ``/trending/rowflood``: 180,000 small rows in 13 MB.
 
 A GitHub-like search API under ``/api/search/repositories``, chosen by the ``q`` parameter:
 ``good`` (two pages by ``Link``), ``badjson``, ``htmlbody``, ``nullitems`` (``"items": null``),
 ``scalaritems`` (items that are not objects), ``notobject`` (a JSON list), ``badlink`` (a
 ``Link`` next URL with ``page=abc``), ``storm`` (503), ``reset``, ``badgzip``, ``surrogate`` (a
-description holding a lone surrogate, ``\\ud800``, next to a plain result); anything else is
-answered like ``good`` with its own repositories.
+description holding a lone surrogate, ``\\ud800``, next to a plain result), ``million``
+(1,000,000 results ``{"id": n}`` in 14 MB), ``overfull`` (five results where ``per_page`` asks
+for four), ``badtypes`` (an ``id`` that is a list, ``topics`` a number, no ``full_name``, one
+good result), ``deep`` (``items`` nested 4,000 arrays deep); anything else is answered like
+``good`` with its own repositories.
 
 ``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n}}`` where
 the key is the path (``/site/storm.html``) or, for the API, ``api:{q}:{page}``.
@@ -80,6 +90,8 @@ NESTED_DIVS = 1600
 NESTED_TEXT = "Found at the bottom of sixteen hundred divs."
 LIST_ITEMS = 100_000
 TRENDING_FLOOD_ROWS = 3000
+SHAPE_PAGES = ("cells.html", "columns.html")
+ROWFLOOD_ROWS = 180_000
 API_QUERIES = ("good", "badjson", "htmlbody", "nullitems", "scalaritems", "notobject",
                "badlink", "storm", "reset", "badgzip")
 
@@ -124,6 +136,30 @@ def dense_page(name: str) -> bytes:
         return page_html("Dense index", ["Pages whose tree is the danger."], links)
     return (f"<!DOCTYPE html><html><head><title>Dense {name}</title></head><body><main>"
             f"<h1>Dense {name}</h1>{body}</main></body></html>").encode()
+
+
+def shape_page(name: str) -> bytes:
+    """The body of ``/shapes/{name}``: small in bytes, huge as a tree."""
+    if name == "cells.html":
+        body = "<table><tr>" + "<td>x" * 380_000 + "</table>"
+    elif name == "columns.html":
+        body = "<table>" + ("<tr>" + "<td>x" * 2000) * 190 + "</table>"
+    else:
+        links = [(page, f"Shape {page}") for page in SHAPE_PAGES]
+        return page_html("Shapes index", ["Pages whose tree is the danger."], links)
+    return (f"<!DOCTYPE html><html><head><title>Shape {name}</title></head><body><main>"
+            f"<h1>Shape {name}</h1>{body}</main></body></html>").encode()
+
+
+def trending_shape(language: str) -> bytes:
+    """``/trending/{language}``: the ordinary flood, or a page built to exhaust the parser."""
+    if language == "cells":
+        return b"<!DOCTYPE html><html><body><table><tr>" + b"<td>x" * 3_000_000 + b"</table>"
+    if language == "rowflood":
+        rows = "".join(f'<article class="Box-row"><h2><a href="/f/r{n}">r</a></h2></article>'
+                       for n in range(ROWFLOOD_ROWS))
+        return f"<!DOCTYPE html><html><body>{rows}</body></html>".encode()
+    return trending_flood(TRENDING_FLOOD_ROWS)
 
 
 def trending_flood(rows: int) -> bytes:
@@ -289,9 +325,23 @@ class Hostile:
         elif path == "/site/offsite.html":
             await self.send(writer, path, 302, [("Location", f"{self.other}/site/elsewhere.html")])
         elif path == "/trending" or path.startswith("/trending/"):
-            await self.send(writer, path, 200, [], trending_flood(TRENDING_FLOOD_ROWS))
+            language = path.partition("/trending/")[2]
+            await self.send(writer, path, 200, [],
+                            self.built(path, lambda: trending_shape(language)))
+        elif path.startswith("/shapes/"):
+            name = path.removeprefix("/shapes/") or "index.html"
+            if name not in (*SHAPE_PAGES, "index.html"):
+                await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+                return
+            await self.send(writer, path, 200, [], self.built(path, lambda: shape_page(name)))
         else:
             await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+
+    def built(self, key: str, make: Any) -> bytes:
+        """A big body, made once per server."""
+        if key not in self._dense:
+            self._dense[key] = make()
+        return self._dense[key]
 
     async def dense(self, writer: asyncio.StreamWriter, path: str) -> None:
         name = path.removeprefix("/dense/") or "index.html"
@@ -381,6 +431,23 @@ class Hostile:
             broken = {**repo(q, 1), "description": "half a pair: \ud800, then more"}
             body = json.dumps({"total_count": 2, "items": [broken, repo(q, 2)]})  # "\\ud800"
             await self.send(writer, key, 200, [], body.encode(), JSON)
+        elif q == "million":
+            body = self.built("api:million", lambda: (
+                '{"total_count": 1000000, "incomplete_results": false, "items": ['
+                + ",".join(f'{{"id": {n}}}' for n in range(1_000_000)) + "]}").encode())
+            await self.send(writer, key, 200, [], body, JSON)
+        elif q == "overfull":
+            body = json.dumps({"total_count": 5, "items": [repo(q, n) for n in range(5)]})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
+        elif q == "badtypes":
+            items = [{**repo(q, 1), "id": [1, 2]}, {**repo(q, 2), "topics": 7},
+                     {key: value for key, value in repo(q, 3).items() if key != "full_name"},
+                     repo(q, 4)]
+            body = json.dumps({"total_count": 4, "items": items})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
+        elif q == "deep":
+            body = b'{"total_count": 1, "items": ' + b"[" * 4000 + b"]" * 4000 + b"}"
+            await self.send(writer, key, 200, [], body, JSON)
         elif q == "badlink":
             body = json.dumps({"total_count": 9, "items": [repo(q, 1), repo(q, 2)]})
             link = f'<{self.url}{path}?{urlencode({"q": q, "page": "abc"})}>; rel="next"'
