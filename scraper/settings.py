@@ -105,6 +105,9 @@ BUDGET_RESET_GUARD = 0.5  # s after x-ratelimit-reset before a new window's firs
 BUDGET_MIN_INTERVAL = 0.05  # s; the closest two API requests ever get, catching up included
 BUDGET_BACKOFF_START = 60.0  # s; a limit answer without retry-after or remaining 0 ...
 BUDGET_BACKOFF_MAX = 3600.0  # ... waits this, doubling while it persists, up to this
+BUDGET_MAX_WAIT = 3660.0
+"""s; the longest any answer can pause the budget: a farther x-ratelimit-reset or a longer
+retry-after (GitHub's windows are at most an hour) is clamped to it, with one WARNING."""
 BUDGET_PROBE = True  # read GET /rate_limit (free) when the budget state is unknown or old
 BUDGET_CONDITIONAL = True  # If-None-Match with the last ETag: a 304 costs no budget
 # GitHub's hosts are paced by the budget: their downloader slots add no delay of their own.

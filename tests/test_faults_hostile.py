@@ -158,7 +158,7 @@ def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hosti
 @pytest.mark.timeout(90)
 def test_search_crawl_survives_bad_api_answers(collector: Collector, fake_hostile: Any) -> None:
     collector.configure(spiders={"search": {
-        "queries": list(API_QUERIES), "per_page": 3,
+        "queries": list(API_QUERIES), "per_page": 4,  # scalaritems answers four results
         "settings": {"DOWNLOAD_TIMEOUT": TIMEOUT_S, "RETRY_TIMES": RETRIES}}})
     generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
                     api_url=f"{fake_hostile.url()}/api")

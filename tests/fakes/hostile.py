@@ -51,6 +51,11 @@ for four), ``badtypes`` (an ``id`` that is a list, ``topics`` a number, no ``ful
 good result), ``deep`` (``items`` nested 4,000 arrays deep); anything else is answered like
 ``good`` with its own repositories.
 
+Under ``/api-wedge/`` (an ``api_url`` of its own) rate-limit answers built to stop a budget
+forever, each on a query's first request only: ``/rate_limit`` with ``reset: 1e300`` and
+non-numbers; ``retryforever`` (403 secondary limit, ``retry-after: 99999999999``),
+``reset3000`` (remaining 0 until the year 3000), ``badheaders`` (text and out-of-range values).
+
 ``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n}}`` where
 the key is the path (``/site/storm.html``) or, for the API, ``api:{q}:{page}``.
 """
@@ -231,7 +236,8 @@ class Hostile:
     async def send(self, writer: asyncio.StreamWriter, key: str, status: int,
                    headers: list[tuple[str, str]], body: bytes = b"",
                    content_type: str | None = HTML, length: bool = True) -> None:
-        reason = {200: "OK", 302: "Found", 404: "Not Found", 500: "Internal Server Error",
+        reason = {200: "OK", 302: "Found", 403: "Forbidden", 404: "Not Found",
+                  500: "Internal Server Error",
                   503: "Service Unavailable"}.get(status, "Unknown")
         lines = [f"HTTP/1.1 {status} {reason}", "Connection: close"]
         if content_type:
@@ -281,6 +287,9 @@ class Hostile:
                              ["A page on another host, reached by a redirect."],
                              [("/site/index.html", "Home of the other host")])
             await self.send(writer, key, 200, [], body)
+            return
+        if path.startswith("/api-wedge/"):
+            await self.wedge(path, query, writer)
             return
         if path.startswith("/api/"):
             await self.api(path, query, writer)
@@ -460,6 +469,37 @@ class Hostile:
                 headers.append(("Link", f'<{next_url}>; rel="next"'))
             body = json.dumps({"total_count": 5, "incomplete_results": False, "items": items})
             await self.send(writer, key, 200, headers, body.encode(), JSON)
+
+
+    async def wedge(self, path: str, query: dict[str, list[str]],
+                    writer: asyncio.StreamWriter) -> None:
+        """Rate-limit answers built to stop a budget forever, each only on a query's first
+        page's first request; every later answer is an ordinary, healthy one."""
+        q = (query.get("q") or [""])[0]
+        key = "wedge:rate_limit" if path.endswith("/rate_limit") else f"wedge:{q}"
+        self.note(key)
+        first = self.counts[key] == 1
+        reset = str(int(time.time()) + 3)  # within the test's BUDGET_MAX_WAIT
+        if key == "wedge:rate_limit":
+            window = {"limit": "plenty", "remaining": -3, "reset": 1e300, "used": 0}
+            body = json.dumps({"resources": {"core": window, "search": window}})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
+            return
+        rate = {"limit": "5000", "remaining": "4999", "reset": reset, "resource": "search"}
+        status = 200
+        if first and q == "retryforever":
+            status, rate["retry-after"] = 403, "99999999999"
+        elif first and q == "reset3000":
+            rate.update(remaining="0", reset="32503680000")  # 3000-01-01
+        elif first and q == "badheaders":
+            rate.update(limit="-5", remaining="lots", reset="soon", used="1e400")
+        headers = [(k if k == "retry-after" else f"X-RateLimit-{k.title()}", v)
+                   for k, v in rate.items()]
+        if status == 403:
+            body = b'{"message": "You have exceeded a secondary rate limit."}'
+        else:
+            body = json.dumps({"total_count": 1, "items": [repo(q, 1)]}).encode()
+        await self.send(writer, key, status, headers, body, JSON)
 
 
 async def serve(args: argparse.Namespace) -> None:
