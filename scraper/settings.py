@@ -91,6 +91,9 @@ DOWNLOADER_MIDDLEWARES = {
     "scraper.downloadermiddlewares.retry.BackoffRetryMiddleware": 550,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scraper.downloadermiddlewares.redirect.LoopSafeRedirectMiddleware": 600,
+    # Every waiter obeys robots.txt; an unreadable one is one line, not a traceback.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "scraper.downloadermiddlewares.robotstxt.SharedRobotsTxtMiddleware": 100,
     # GitHub budget: next to the downloader, so it waits right before sending and sees raw
     # answers (redirects, 403/429) before Redirect- and RetryMiddleware.
     # If-None-Match on GitHub API pages; sees a 304 after the budget has booked it as free.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.hostile import SHAPE_PAGES
+from tests.fakes.hostile import GOOD_PAGES, SHAPE_PAGES
 from tests.support import Collector
 from tests.test_faults_hostile import (
     MEMORY_CEILING_MB,
@@ -96,3 +96,27 @@ def test_docs_pages_of_too_many_elements_are_refused_unparsed(collector: Collect
         (line,) = [line for line in errors if mentions(line, site + page)]
         assert "more than DOCS_MAX_ELEMENTS (150000)" in line
     assert stats["docs/too_many_elements"] == len(SHAPE_PAGES)
+
+
+@pytest.mark.timeout(120)
+def test_an_unreadable_robots_txt_is_one_line_and_the_site_is_crawled(
+        collector: Collector, fake_hostile: Any) -> None:
+    """50 MB of robots.txt, and one that never finishes: Scrapy's rule for a robots.txt that
+    cannot be downloaded (crawl as if there were none), in one WARNING line, no traceback."""
+    sites = {name: f"{fake_hostile.url(name)}/site/" for name in ("bigrobots", "slowrobots")}
+    collector.configure(docs_urls=[site + "index.html" for site in sites.values()],
+                        spiders={"docs": {"settings": {"DOWNLOAD_TIMEOUT": 3}}})
+    log, _, _ = crawl_watched(collector, "docs")
+    urls = {item["url"] for item in collector.items("docs")}
+    for site in sites.values():
+        assert {site + "index.html", *(site + page for page in GOOD_PAGES)} <= urls
+    assert not error_lines(log), error_lines(log)
+    about = [line for line in log.splitlines() if "robots.txt" in line and "] WARNING: " in line]
+    for name in sites:
+        host = fake_hostile.url(name).removeprefix("http://")
+        (line,) = [line for line in about if f"robots.txt of {host} cannot be read" in line]
+    # Besides ours, only Scrapy's own size warning for the 50 MB one.
+    assert len(about) == 3 and "larger than download max size (512000)" in "".join(about)
+    served = fake_hostile.stats()["counts"]
+    assert served["bigrobots:/robots.txt"] == served["slowrobots:/robots.txt"] == 1
+    assert fake_hostile.stats()["bytes_sent"]["bigrobots:/robots.txt"] < 16 * 1024 * 1024

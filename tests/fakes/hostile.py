@@ -51,6 +51,10 @@ for four), ``badtypes`` (an ``id`` that is a list, ``topics`` a number, no ``ful
 good result), ``deep`` (``items`` nested 4,000 arrays deep); anything else is answered like
 ``good`` with its own repositories.
 
+Two more listeners are sites whose ``/robots.txt`` cannot be read: ``url("bigrobots")``
+(127.0.0.7) streams 50 MB of it, ``url("slowrobots")`` (127.0.0.8) never finishes it; every
+other path there is a small page linking to ``good{0..4}.html``.
+
 Under ``/api-wedge/`` (an ``api_url`` of its own) rate-limit answers built to stop a budget
 forever, each on a query's first request only: ``/rate_limit`` with ``reset: 1e300`` and
 non-numbers; ``retryforever`` (403 secondary limit, ``retry-after: 99999999999``),
@@ -96,6 +100,7 @@ NESTED_TEXT = "Found at the bottom of sixteen hundred divs."
 LIST_ITEMS = 100_000
 TRENDING_FLOOD_ROWS = 3000
 SHAPE_PAGES = ("cells.html", "columns.html")
+ROBOTS_LISTENERS = ("bigrobots", "slowrobots")
 ROWFLOOD_ROWS = 180_000
 API_QUERIES = ("good", "badjson", "htmlbody", "nullitems", "scalaritems", "notobject",
                "badlink", "storm", "reset", "badgzip")
@@ -279,6 +284,23 @@ class Hostile:
                     writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
         if path == "/_stats":
             await self.send(writer, "_stats", 200, [], json.dumps(self.stats()).encode(), JSON)
+            return
+        if listener in ROBOTS_LISTENERS and path == "/robots.txt":
+            key = f"{listener}:{path}"
+            self.note(key)
+            if listener == "bigrobots":
+                await self.stream(writer, key, 50 * 1024 * 1024, with_length=False)
+            else:
+                await self.hang(writer, reader, key)
+            return
+        if listener in ROBOTS_LISTENERS:
+            key = f"{listener}:{path}"
+            self.note(key)
+            name = path.removeprefix("/site/")
+            body = page_html(f"{listener} {name}", [f"A page of {listener}, whose robots.txt "
+                                                    "cannot be read."],
+                             [(page, page) for page in GOOD_PAGES])
+            await self.send(writer, key, 200, [], body)
             return
         if listener == "other":
             key = f"other:{path}"
@@ -506,7 +528,8 @@ async def serve(args: argparse.Namespace) -> None:
     hostile = Hostile(args)
     servers = []
     urls: dict[str, str] = {}
-    for name, host in (("url", args.host), ("other", args.other_host)):
+    for name, host in (("url", args.host), ("other", args.other_host),
+                       ("bigrobots", args.big_robots_host), ("slowrobots", args.slow_robots_host)):
         server = await asyncio.start_server(
             lambda r, w, name=name: hostile.handle(r, w, name), host, 0, limit=HEAD_LIMIT,
             backlog=256)
@@ -534,6 +557,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port-file", required=True, type=Path)
     parser.add_argument("--host", default="127.0.0.5")
     parser.add_argument("--other-host", default="127.0.0.6")
+    parser.add_argument("--big-robots-host", default="127.0.0.7")
+    parser.add_argument("--slow-robots-host", default="127.0.0.8")
     parser.add_argument("--huge-mb", type=float, default=100.0)
     return parser.parse_args(argv)
 
