@@ -124,6 +124,7 @@ class QueryRound:
 
 class SearchSpider(CollectorSpider):
     name = "search"
+    uses_github_token = True  # read by GitHubAuthMiddleware: only this spider sends the token
     # A 422 ends a query (past the result cap: a warning; a refused query: an error), not an
     # HttpError; a 304 (the budget middleware asked with If-None-Match) means "unchanged".
     custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}

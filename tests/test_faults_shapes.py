@@ -114,7 +114,7 @@ def test_an_unreadable_robots_txt_is_one_line_and_the_site_is_crawled(
     about = [line for line in log.splitlines() if "robots.txt" in line and "] WARNING: " in line]
     for name in sites:
         host = fake_hostile.url(name).removeprefix("http://")
-        (line,) = [line for line in about if f"robots.txt of {host} cannot be read" in line]
+        assert len([line for line in about if f"robots.txt of {host} cannot be read" in line]) == 1
     # Besides ours, only Scrapy's own size warning for the 50 MB one.
     assert len(about) == 3 and "larger than download max size (512000)" in "".join(about)
     served = fake_hostile.stats()["counts"]

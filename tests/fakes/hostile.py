@@ -60,8 +60,12 @@ forever, each on a query's first request only: ``/rate_limit`` with ``reset: 1e3
 non-numbers; ``retryforever`` (403 secondary limit, ``retry-after: 99999999999``),
 ``reset3000`` (remaining 0 until the year 3000), ``badheaders`` (text and out-of-range values).
 
-``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n}}`` where
-the key is the path (``/site/storm.html``) or, for the API, ``api:{q}:{page}``.
+``toapi.html`` (under ``/site/``, not linked from the index) redirects to the search API;
+the query ``offpath`` links its next page to ``/site/good0.html``, the API's host outside its path.
+
+``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n},
+"authorized": [listener:target, …]}`` where the key is the path (``/site/storm.html``) or, for
+the API, ``api:{q}:{page}``; ``authorized`` lists every request that carried Authorization.
 """
 
 from __future__ import annotations
@@ -203,6 +207,7 @@ class Hostile:
         self.counts: Counter[str] = Counter()
         self.times: defaultdict[str, list[float]] = defaultdict(list)
         self.bytes_sent: Counter[str] = Counter()
+        self.authorized: list[str] = []  # listener:target of every request with Authorization
         self._bomb: bytes | None = None
         self._dense: dict[str, bytes] = {}
 
@@ -216,9 +221,12 @@ class Hostile:
             writer.close()
             return
         try:
-            request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            request_line, _, header_block = head.decode("latin-1").partition("\r\n")
             method, target, _ = request_line.split(" ", 2)
             parts = urlsplit(target)
+            if any(line.lower().startswith("authorization:")
+                   for line in header_block.split("\r\n")):
+                self.authorized.append(f"{listener}:{target}")
             await self.route(listener, method, parts.path, parse_qs(parts.query), writer, reader)
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -276,7 +284,8 @@ class Hostile:
 
     def stats(self) -> dict[str, Any]:
         return {"counts": dict(self.counts), "times": dict(self.times),
-                "bytes_sent": dict(self.bytes_sent), "total": sum(self.counts.values())}
+                "bytes_sent": dict(self.bytes_sent), "total": sum(self.counts.values()),
+                "authorized": self.authorized}
 
     # ------------------------------------------------------------------ routes
 
@@ -353,6 +362,9 @@ class Hostile:
             await self.send(writer, path, 302, [("Location", f"{n + 1}.html")])
         elif path.startswith("/dense/"):
             await self.dense(writer, path)
+        elif path == "/site/toapi.html":  # a docs page sending the crawler to the API
+            target = f"{self.url}/api/search/repositories?q=good"
+            await self.send(writer, path, 302, [("Location", target)])
         elif path == "/site/offsite.html":
             await self.send(writer, path, 302, [("Location", f"{self.other}/site/elsewhere.html")])
         elif path == "/trending" or path.startswith("/trending/"):
@@ -479,6 +491,10 @@ class Hostile:
         elif q == "deep":
             body = b'{"total_count": 1, "items": ' + b"[" * 4000 + b"]" * 4000 + b"}"
             await self.send(writer, key, 200, [], body, JSON)
+        elif q == "offpath":  # a next page on the API's host, outside the API's path
+            body = json.dumps({"total_count": 9, "items": [repo(q, 1)]})
+            link = f'<{self.url}/site/good0.html?{urlencode({"q": q, "page": 2})}>; rel="next"'
+            await self.send(writer, key, 200, [("Link", link)], body.encode(), JSON)
         elif q == "badlink":
             body = json.dumps({"total_count": 9, "items": [repo(q, 1), repo(q, 2)]})
             link = f'<{self.url}{path}?{urlencode({"q": q, "page": "abc"})}>; rel="next"'
