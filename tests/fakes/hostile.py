@@ -39,7 +39,7 @@ under ``/shapes/`` (``/shapes/index.html`` links to the docs ones)::
 
 A GitHub-like trending page at ``/trending`` (any language path, any ``since``) with
 :data:`TRENDING_FLOOD_ROWS` rows where GitHub serves 25; ``/trending/cells``: 15 MB of
-``<td>x``; ``/trending/rowflood``: 180,000 small rows in 13 MB.
+``<td>x``; ``/trending/rowflood``: 180,000 small rows in 13 MB; ``/trending/normal``: 25 rows.
 
 A GitHub-like search API under ``/api/search/repositories``, chosen by the ``q`` parameter:
 ``good`` (two pages by ``Link``), ``badjson``, ``htmlbody``, ``nullitems`` (``"items": null``),
@@ -169,6 +169,8 @@ def trending_shape(language: str) -> bytes:
     """``/trending/{language}``: the ordinary flood, or a page built to exhaust the parser."""
     if language == "cells":
         return b"<!DOCTYPE html><html><body><table><tr>" + b"<td>x" * 3_000_000 + b"</table>"
+    if language == "normal":
+        return trending_flood(25)
     if language == "rowflood":
         rows = "".join(f'<article class="Box-row"><h2><a href="/f/r{n}">r</a></h2></article>'
                        for n in range(ROWFLOOD_ROWS))
