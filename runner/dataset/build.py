@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -29,6 +28,7 @@ from runner.dataset.records import (
     docs_row,
     is_page_snapshot,
     observation_rows,
+    parse_line,
     search_row,
     stamp,
 )
@@ -222,7 +222,7 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
         for number, raw in _lines(path):
             lines += 1
             try:
-                record = json.loads(raw)
+                record = parse_line(raw)
                 if not isinstance(record, dict):
                     raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
                 if is_page_snapshot(record):

@@ -1,0 +1,81 @@
+"""No value stops the dataset: item lines no reader can hold, spreadsheet formulas, symlinks
+planted in ``--out``, mathtext in a name. Real item files, the real ``python -m runner``."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support import Collector
+
+GOOD = {"spider": "search", "shard": "0/1", "collected_at": "2026-11-29T15:01:02Z",
+        "content_hash": "ab" * 32, "full_name": "o/r", "stargazers_count": 3}
+FORMULAS = ("=HYPERLINK(\"http://evil\",\"x\")", "+1+1", "-2+3", "@SUM(A1)")
+MATH_NAME = "o/$x^{$"  # an unbalanced mathtext expression: matplotlib raised on it
+
+
+def dataset(tmp_path: Path) -> tuple[Collector, Path]:
+    clone = Collector(tmp_path / "c")
+    clone.configure()
+    search = clone.data_dir / "items" / "search"
+    search.mkdir(parents=True)
+    path = search / "search-0of1-20261129T150102Z.jsonl"
+    lines = [json.dumps({**GOOD, "id": 10**25}),  # past SQLite's 64-bit integers
+             json.dumps({**GOOD, "id": 9, "stargazers_count": float("nan")}),
+             json.dumps({**GOOD, "id": 10, "forks_count": float("inf")}),
+             *(json.dumps({**GOOD, "id": n, "full_name": f"o/r{n}", "description": text})
+               for n, text in enumerate(FORMULAS, start=1))]
+    path.write_text("\n".join(lines) + "\n")
+    trending = clone.data_dir / "items" / "trending"
+    trending.mkdir(parents=True)
+    now = time.time()
+    snapshots = [{"observed_at": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t)),
+                  "period": "daily", "trending_language": None, "url": "https://x/trending",
+                  "spider": "trending", "shard": "0/1", "collected_at": "2026-11-29T15:01:02Z",
+                  "rows": [{"rank": 1, "full_name": MATH_NAME, "stars": stars}]}
+                 for t, stars in ((now - 7200, 10), (now - 60, 50))]
+    (trending / "trending-0of1-20261129T150102Z.jsonl").write_text(
+        "\n".join(map(json.dumps, snapshots)) + "\n")
+    return clone, path
+
+
+@pytest.mark.timeout(120)
+def test_no_value_stops_the_catalog_and_exports_are_inert(tmp_path: Path) -> None:
+    clone, path = dataset(tmp_path)
+    built = clone.runner("catalog")
+    assert built.returncode == 0, built.stderr
+    assert "Traceback" not in built.stderr
+    said = built.stderr.strip().splitlines()
+    assert len(said) == 3, said
+    assert f"{path}:1:" in said[0] and "beyond a 64-bit integer" in said[0]
+    assert f"{path}:2:" in said[1] and "NaN" in said[1]
+    assert f"{path}:3:" in said[2] and "Infinity" in said[2]
+
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    for name in ("repos.csv", ".repos.csv.tmp", "index.html", ".index.html.tmp",
+                 ".top_risers.png.tmp"):
+        (out / name).symlink_to(victim)
+    exported = clone.runner("export", "--format", "csv", "--out", str(out), "--table", "repos")
+    assert exported.returncode == 0, exported.stderr
+    with open(out / "repos.csv", newline="", encoding="utf-8") as handle:
+        descriptions = {row["full_name"]: row["description"] for row in csv.DictReader(handle)}
+    assert descriptions == {f"o/r{n}": "'" + text for n, text in enumerate(FORMULAS, start=1)}
+    assert victim.read_text() == "untouched"
+
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("the report needs matplotlib (pip install -e '.[report]')")
+    report = clone.runner("report", "--out", str(out))
+    assert report.returncode == 0, report.stderr
+    assert "Traceback" not in report.stderr
+    assert (out / "top_risers.png").read_bytes().startswith(b"\x89PNG")
+    assert MATH_NAME in (out / "index.html").read_text(encoding="utf-8").replace("&amp;", "&")
+    assert victim.read_text() == "untouched"
+    assert not (out / "index.html").is_symlink()
