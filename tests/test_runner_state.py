@@ -61,8 +61,9 @@ def test_state_records_read_leniently_and_judge_the_round_by_pid(tmp_path: Path)
 # --- 19.2: the Redis password is never at rest; state is private ----------------------------------
 
 
-@pytest.fixture
-def redis_with_password(tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(params=["userinfo", "query"])
+def redis_with_password(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The password in the URL's userinfo, or in the query form redis-py also reads."""
     if REDIS_SERVER is None:
         pytest.skip("redis-server not found on PATH")
     pytest.importorskip("scrapy_redis", reason="the distributed mode needs scrapy-redis")
@@ -73,7 +74,10 @@ def redis_with_password(tmp_path: Path) -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: _answers(port), 10, "redis-server")
-        yield f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+        if request.param == "userinfo":
+            yield f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+        else:
+            yield f"redis://127.0.0.1:{port}/0?password={PASSWORD}"
     finally:
         process.kill()
         process.wait()
