@@ -388,6 +388,24 @@ def test_writes_wait_for_redis_and_spill_at_close(redis_url: str, tmp_path: Path
     assert redis.Redis.from_url(redis_url).get("k1") == b"v1"
 
 
+def test_bad_lines_in_a_spill_file_are_skipped_and_counted(redis_url: str,
+                                                           tmp_path: Path) -> None:
+    """A spill file with lines that are not writes (text, a list of numbers, a command Redis
+    refuses) fails no start: the good lines are sent, the others skipped and counted."""
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.writebehind import WriteBehind
+
+    spill = tmp_path / "docs-0of1.pending.jsonl"
+    spill.write_text("\n".join([json.dumps([["SET", "k1", "v1"]]), "{torn", "[1, 2, 3]",
+                                "[[\"SET\"]]", json.dumps([["NOSUCHCOMMAND", "x"]]),
+                                "[" * 5000, json.dumps([["SET", "k2", "v2"]])]) + "\n")
+    writes = WriteBehind(RedisLink(redis_url), spill)
+    assert not writes.pending and not spill.exists()
+    assert writes.skipped == 5
+    client = redis.Redis.from_url(redis_url)
+    assert (client.get("k1"), client.get("k2")) == (b"v1", b"v2")
+
+
 def robots_scenario(middleware_class: type) -> list[str]:
     """Three requests to one host arrive while its robots.txt is being fetched."""
     import asyncio
