@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -79,3 +80,28 @@ def test_no_value_stops_the_catalog_and_exports_are_inert(tmp_path: Path) -> Non
     assert MATH_NAME in (out / "index.html").read_text(encoding="utf-8").replace("&amp;", "&")
     assert victim.read_text() == "untouched"
     assert not (out / "index.html").is_symlink()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_catalog_is_moved_aside_and_rebuilt(tmp_path: Path, damage: str) -> None:
+    clone, _ = dataset(tmp_path)
+    assert clone.runner("catalog").returncode == 0
+    db = clone.data_dir / "catalog.sqlite"
+    clean = sqlite3.connect(db).execute("SELECT count(*) FROM repos").fetchone()[0]
+    data = db.read_bytes()
+    db.write_bytes(b"\x00garbage, not SQLite" * 400 if damage == "garbage"
+                   else data[: len(data) // 3])
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    damaged = db.read_bytes()
+    again = clone.runner("catalog")
+    assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stderr
+    moved = [line for line in again.stderr.splitlines() if "moved aside" in line]
+    assert len(moved) == 1 and f"{db}: damaged (" in moved[0], again.stderr
+    (aside,) = clone.data_dir.glob("catalog.sqlite.damaged-*")
+    assert aside.read_bytes() == damaged  # kept byte for byte, never deleted
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("SELECT count(*) FROM repos").fetchone()[0] == clean
