@@ -90,17 +90,9 @@ def configure(home: Path, server: str, shape: Shape) -> Path:
     return path
 
 
-def vm_hwm_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
 def crawl(home: Path, server: str, shape: Shape, timeout: float) -> dict[str, Any]:
+    from tests.support import peak_rss_mb
+
     config = configure(home, server, shape)
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", shape.spider],
@@ -109,7 +101,7 @@ def crawl(home: Path, server: str, shape: Shape, timeout: float) -> dict[str, An
     peak = 0.0
     timed_out = False
     while proc.poll() is None:
-        peak = max(peak, vm_hwm_mb(proc.pid) or 0.0)
+        peak = max(peak, peak_rss_mb(proc.pid) or 0.0)
         if time.monotonic() - started > timeout:
             timed_out = True
             proc.kill()
