@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import shutil
 import signal
 import socket
@@ -404,6 +405,47 @@ def test_bad_lines_in_a_spill_file_are_skipped_and_counted(redis_url: str,
     assert writes.skipped == 5
     client = redis.Redis.from_url(redis_url)
     assert (client.get("k1"), client.get("k2")) == (b"v1", b"v2")
+
+
+@pytest.mark.parametrize("refusal", ["oom", "readonly"])
+def test_a_redis_that_refuses_writes_is_an_outage_and_nothing_is_lost(
+        redis_url: str, tmp_path: Path, refusal: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``maxmemory`` with ``noeviction`` (OOM), a failover onto a replica (READONLY): the link
+    pauses with one line, the writes wait, and go out once Redis takes writes again (it still
+    answers PING meanwhile, so only a write can tell)."""
+    from scraper.distributed.connection import RedisLink, RedisUnavailable
+    from scraper.distributed.writebehind import WriteBehind
+
+    admin = redis.Redis.from_url(redis_url)
+    link = RedisLink(redis_url, backoff_start=0.05, backoff_max=0.1)
+    writes = WriteBehind(link, tmp_path / "docs-0of1.pending.jsonl")
+    admin.set("filler", "x" * 1024)
+    if refusal == "oom":
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", "1")  # anything is over it: every write is refused
+    else:
+        admin.replicaof("127.0.0.1", "9")  # nothing listens there: a replica for good
+    try:
+        with caplog.at_level(logging.WARNING, logger="scraper.distributed"):
+            with pytest.raises(RedisUnavailable):
+                link.client.set("k0", "v0")
+            assert not link.up and link.refusing
+            assert not writes.submit(["SET", "k1", "v1"], ["HSET", "h", "f", "v"])
+            for _ in range(5):
+                time.sleep(0.12)
+                assert not link.probe()  # PING would answer: the probe writes
+        lines = [r.getMessage() for r in caplog.records if "refuses writes" in r.getMessage()]
+        assert len(lines) == 1, lines
+    finally:
+        if refusal == "oom":
+            admin.config_set("maxmemory", "0")
+        else:
+            admin.replicaof("NO", "ONE")
+    time.sleep(0.12)
+    assert link.probe() and link.up
+    assert not writes.pending  # flushed on the way up
+    assert (admin.get("k1"), admin.hget("h", "f")) == (b"v1", b"v")
 
 
 def robots_scenario(middleware_class: type) -> list[str]:

@@ -38,6 +38,10 @@ from scrapy.settings import BaseSettings
 
 from scraper.settings import REDIS_KEY_PREFIX
 
+PROBE_KEY = "hubcollect:link-probe"
+"""Written (expiring in a second) to learn whether a Redis that refused writes takes them again;
+outside every prefix, so it is no collector's data."""
+
 
 def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]

@@ -28,10 +28,6 @@ logger = logging.getLogger("scraper.distributed")
 Command = list[str]
 
 
-REFUSALS = frozenset({"OOM", "READONLY", "MISCONF", "NOREPLICAS", "LOADING", "BUSY"})
-"""Redis's "not now" answers: the write is kept for later, never skipped as damaged."""
-
-
 def is_batch(value: object) -> bool:
     """A spilled line as :meth:`WriteBehind.close` writes it: a list of commands, each a
     non-empty list of strings."""
@@ -91,7 +87,7 @@ class WriteBehind:
             except RedisUnavailable:
                 return False
             except redis.ResponseError as exc:
-                if not self._from_spill or str(exc).split(" ", 1)[0] in REFUSALS:
+                if not self._from_spill:
                     raise
                 # A spilled line Redis will never take (damaged in the file): it would fail
                 # this shard at every start.
