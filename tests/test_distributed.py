@@ -415,6 +415,7 @@ def test_a_redis_that_refuses_writes_is_an_outage_and_nothing_is_lost(
     pauses with one line, the writes wait, and go out once Redis takes writes again (it still
     answers PING meanwhile, so only a write can tell)."""
     from scraper.distributed.connection import RedisLink, RedisUnavailable
+    from scraper.distributed.registry import RunnerBeacon
     from scraper.distributed.writebehind import WriteBehind
 
     admin = redis.Redis.from_url(redis_url)
@@ -435,8 +436,11 @@ def test_a_redis_that_refuses_writes_is_an_outage_and_nothing_is_lost(
             for _ in range(5):
                 time.sleep(0.12)
                 assert not link.probe()  # PING would answer: the probe writes
+            beacon = RunnerBeacon(redis_url)  # the runner's heartbeat: it must not die of it
+            beacon.beat({"pid": 4242}, force=True)
+            assert beacon.state["state"] == "unreachable"
         lines = [r.getMessage() for r in caplog.records if "refuses writes" in r.getMessage()]
-        assert len(lines) == 1, lines
+        assert len(lines) == 1, lines  # the worker's link: one line for the whole outage
     finally:
         if refusal == "oom":
             admin.config_set("maxmemory", "0")
