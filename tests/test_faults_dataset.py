@@ -106,3 +106,22 @@ def test_a_damaged_catalog_is_moved_aside_and_rebuilt(tmp_path: Path, damage: st
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("SELECT count(*) FROM repos").fetchone()[0] == clean
+
+
+@pytest.mark.timeout(120)
+def test_a_full_disk_during_a_build_is_one_line(tmp_path: Path) -> None:
+    from tests.test_faults_disk import tmpfs
+
+    clone = Collector(tmp_path / "c")
+    with tmpfs(tmp_path / "c" / "data", "size=3m") as data:
+        clone.configure()
+        search = data / "items" / "search"
+        search.mkdir(parents=True)
+        lines = (json.dumps({**GOOD, "id": n, "full_name": f"o/r{n}", "description": "d" * 300})
+                 for n in range(1, 5001))
+        (search / "search-0of1-20261129T150102Z.jsonl").write_text("\n".join(lines) + "\n")
+        built = clone.runner("catalog")
+    assert built.returncode == 1, built.stdout + built.stderr
+    assert "Traceback" not in built.stderr
+    (line,) = built.stderr.strip().splitlines()
+    assert "catalog.sqlite" in line and "full" in line, line
