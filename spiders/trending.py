@@ -10,6 +10,7 @@ from typing import Any
 import scrapy
 from scrapy.http import Response
 
+from scraper.config import trending_entries
 from scraper.items import CollectedItem, TrendingPageItem, TrendingRepoItem
 from scraper.outcome import note_empty_listing
 from scraper.parsers.bounds import cut_at_elements
@@ -20,9 +21,13 @@ from spiders.base import CollectorSpider
 class TrendingSpider(CollectorSpider):
     name = "trending"
 
+    def start_entries(self) -> list[tuple[str, str]]:
+        return trending_entries(self.settings.getlist("TRENDING_LANGUAGES"),
+                                self.settings.getlist("TRENDING_PERIODS"))
+
     def listing_url(self, language: str, period: str) -> str:
         path = f"/trending/{language}" if language else "/trending"
-        return f"{self.config.github.web_url}{path}?since={period}"
+        return f"{self.settings['GITHUB_WEB_URL']}{path}?since={period}"
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for language, period in self.my_entries():
@@ -43,7 +48,7 @@ class TrendingSpider(CollectorSpider):
         cut = cut_at_elements(response.body, elements)
         body = response.body if cut is None else cut
         text = body.decode(getattr(response, "encoding", None) or "utf-8", errors="replace")
-        rows = parse_trending(text, self.config.github.web_url, max_rows=cap + 1)
+        rows = parse_trending(text, self.settings["GITHUB_WEB_URL"], max_rows=cap + 1)
         del text, body
         if cut is not None and len(rows) <= cap:
             self.crawler.stats.inc_value("trending/bad_responses")
