@@ -1,4 +1,5 @@
-"""``python -m benchmarks [--scale tiny|full]``: memory, throughput and budget, then every table.
+"""``python -m benchmarks [--scale tiny|full] [NAME…]``: memory, throughput, budget and hostile,
+then every table.
 
 Each benchmark writes its own JSON under ``benchmarks/results/``; this command runs them one
 after the other (never together: they would measure each other) and prints all the tables at
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-BENCHMARKS = ("memory", "throughput", "budget")
+BENCHMARKS = ("memory", "throughput", "budget", "hostile")
 
 
 def _budget_main() -> Callable[..., Any] | None:
@@ -92,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", choices=("tiny", "full"), default="full")
     parser.add_argument("--only", default=",".join(BENCHMARKS),
                         help=f"comma-separated, from: {', '.join(BENCHMARKS)}")
+    parser.add_argument("names", nargs="*", help="the same as --only: python -m benchmarks hostile")
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    if args.names:
+        chosen = args.names
     unknown = sorted(set(chosen) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHMARKS)}")

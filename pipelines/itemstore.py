@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
 import os
 import stat
 import time
@@ -58,7 +59,13 @@ class JsonLinesItemStore:
     def process_item(self, item: scrapy.Item) -> scrapy.Item:
         if self.file is None:  # the round is closing: the disk filled up
             raise DropItem("not written: the data disk is full", log_level="DEBUG")
-        line = json_line(item)
+        try:
+            line = json_line(item)
+        except ValueError as exc:  # NaN, Infinity, an integer past 64 bits
+            self.crawler.stats.inc_value("itemstore/refused")
+            logger.error("item not written: %s (%s)", exc, item.get("url") or
+                         item.get("full_name") or type(item).__name__)
+            raise DropItem(f"not written: {exc}", log_level="DEBUG") from None
         try:
             # One unbuffered write per line: what the OS has survives a kill -9 of this process.
             written = os.write(self.file.fileno(), line)
@@ -110,7 +117,32 @@ def json_line(item: Any) -> bytes:
     :func:`_nested` for the rare nested item; ``asdict`` would rebuild every value in Python
     first (68 µs against 22 µs per docs item: benchmarks/README.md, "Where the time goes")."""
     fields = dict(ItemAdapter(item).items())
+    for name, value in fields.items():
+        if not storable(value):
+            raise ValueError(f"{name}: {str(value)[:60]} holds NaN, an infinity or an integer "
+                             "beyond 64 bits, which JSON readers and SQLite refuse")
     return (json.dumps(fields, ensure_ascii=False, default=_nested) + "\n").encode()
+
+
+def storable(value: Any) -> bool:
+    """No NaN, infinity or integer past 64 bits anywhere in ``value`` (checked without
+    recursion: an item's nesting is shallow, a hostile one may not be)."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (str, bool)) or current is None:
+            continue
+        if isinstance(current, int):
+            if not -(2**63) <= current < 2**63:
+                return False
+        elif isinstance(current, float):
+            if not math.isfinite(current):
+                return False
+        elif isinstance(current, dict):
+            stack.extend(current.values())
+        elif isinstance(current, (list, tuple)):
+            stack.extend(current)
+    return True
 
 
 def _nested(value: Any) -> Any:

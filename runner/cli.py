@@ -171,6 +171,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.pidfile import PidFile
     from runner.plan import make_plan
     from runner.supervisor import Supervisor, preload
+    from scraper.diskspace import probe_writable
     from scraper.pidlock import LockFileError, PidLockHeld
 
     # A reload asked for while starting (preload takes seconds) must not kill the runner, as
@@ -196,6 +197,13 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     estimate = guard.estimate(plan.total)
     if not estimate.fits and not args.force:
         return usage_error(estimate.refusal())
+    try:  # before anything starts: a read-only logs/ or items/<spider>/ is one line
+        for directory in (layout.logs_dir, *(layout.items_dir(spider)
+                                             for spider, n in plan.counts.items() if n)):
+            probe_writable(directory)
+    except OSError as exc:
+        return usage_error(f"data_dir {config.data_dir}: cannot write {exc.filename}: "
+                           f"{exc.strerror}")
     pidfile = PidFile(layout.runner_pidfile)
     try:
         pidfile.acquire()

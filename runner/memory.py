@@ -9,6 +9,7 @@ waits while available memory is below ``LOW_MEMORY_SHARE`` of the budget.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,9 @@ from scraper.units import format_size
 
 MB = 1024 * 1024
 WORKER_PSS_GUESS = 40 * MB
+MIN_WORKER_PSS = 1 * MB
+MAX_WORKER_PSS = 64 * 1024 * MB  # no worker is bigger: a larger figure is a damaged file
+logger = logging.getLogger(__name__)
 """Per-worker PSS before one has been measured here: above a forked worker's USS at close in the
 benchmarks (``benchmarks/README.md``), so a first plan errs on the safe side."""
 PLAN_BUDGET_SHARE = 0.80
@@ -94,12 +98,22 @@ class MemoryGuard:
         self.state_file = state_file
         self.budget = budget
         self.budget_source = budget_source
+        self._warned = False
 
     def measured_worker_pss(self) -> int | None:
-        try:
-            return int((read_json(self.state_file) or {})["worker_pss"])
-        except (ValueError, KeyError, TypeError):
-            return None
+        """The measured figure, or None (the guess stands in) when there is none or it is not a
+        size a worker can have: ``Infinity``, a negative number, text, a bool (one WARNING)."""
+        data = read_json(self.state_file) or {}
+        value = data.get("worker_pss")
+        if type(value) is int and MIN_WORKER_PSS <= value <= MAX_WORKER_PSS:
+            return value
+        if value is not None and not self._warned:
+            self._warned = True
+            logger.warning("%s: worker_pss %s is not a worker's size (%d to %d bytes); ignored, "
+                           "the memory guard estimates from its guess (%s) until the next "
+                           "measurement", self.state_file, str(value)[:40], MIN_WORKER_PSS,
+                           MAX_WORKER_PSS, format_size(WORKER_PSS_GUESS))
+        return None
 
     def record_worker_pss(self, samples: list[int]) -> None:
         """Keep the median of the workers' peak PSS seen in a round of the whole plan."""

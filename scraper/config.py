@@ -24,6 +24,7 @@ import yaml
 
 from scraper import settings as defaults
 from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
+from scraper.urlmask import mask_url
 
 CONFIG_ENV = "COLLECTOR_CONFIG"
 """Environment variable naming the config file; the runner sets it for every worker it forks."""
@@ -385,6 +386,15 @@ class _Reader:
             self.bad(path, value, "an http(s) URL with a valid port")
         return value
 
+    def page_url(self, path: str, value: Any) -> str:
+        """A URL the crawler fetches and writes into items and logs: no credentials in it."""
+        url = self.url(path, value)
+        parts = urlsplit(url)
+        if parts.username is not None or parts.password is not None:
+            self.bad(path, mask_url(url), "a URL without user:password@ (credentials in a start "
+                     "URL would be written into every item and log line)")
+        return url
+
     def items(self, path: str, value: Any, check: Callable[[str, Any], Any]) -> tuple[Any, ...]:
         if not isinstance(value, list):
             self.bad(path, value, "a list")
@@ -554,7 +564,7 @@ def _search(r: _Reader, path: str, value: Any) -> SearchConfig:
 def _docs(r: _Reader, path: str, value: Any) -> DocsConfig:
     return _section(r, path, value, DocsConfig, {
         **_common(r),
-        "start_urls": lambda path, value: r.items(path, value, r.url),
+        "start_urls": lambda path, value: r.items(path, value, r.page_url),
         "max_pages_per_site": lambda path, value: r.integer(path, value, 1),
         "refresh_after": r.duration,
     })

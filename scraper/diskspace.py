@@ -164,3 +164,15 @@ def data_size(root: Path) -> int:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(directory, name)).st_blocks * 512
     return total
+
+
+def probe_writable(directory: Path) -> None:
+    """OSError naming ``directory`` unless a file can be made in it (a read-only mount, or one
+    that is not this user's): found before the round, not as a traceback at its first item."""
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / f".write-probe-{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(directory)) from None
+    probe.unlink()

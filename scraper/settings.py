@@ -153,6 +153,9 @@ DOWNLOADER_MIDDLEWARES = {
     "scraper.downloadermiddlewares.retry.BackoffRetryMiddleware": 550,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scraper.downloadermiddlewares.redirect.LoopSafeRedirectMiddleware": 600,
+    # Every waiter obeys robots.txt; an unreadable one is one line, not a traceback.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "scraper.downloadermiddlewares.robotstxt.SharedRobotsTxtMiddleware": 100,
     # GitHub budget: next to the downloader, so it waits right before sending and sees raw
     # answers (redirects, 403/429) before Redirect- and RetryMiddleware.
     # If-None-Match on GitHub API pages; sees a 304 after the budget has booked it as free.
@@ -167,6 +170,9 @@ BUDGET_RESET_GUARD = 0.5  # s after x-ratelimit-reset before a new window's firs
 BUDGET_MIN_INTERVAL = 0.05  # s; the closest two API requests ever get, catching up included
 BUDGET_BACKOFF_START = 60.0  # s; a limit answer without retry-after or remaining 0 ...
 BUDGET_BACKOFF_MAX = 3600.0  # ... waits this, doubling while it persists, up to this
+BUDGET_MAX_WAIT = 3660.0
+"""s; the longest any answer can pause the budget: a farther x-ratelimit-reset or a longer
+retry-after (GitHub's windows are at most an hour) is clamped to it, with one WARNING."""
 BUDGET_PROBE = True  # read GET /rate_limit (free) when the budget state is unknown or old
 BUDGET_CONDITIONAL = True  # If-None-Match with the last ETag: a 304 costs no budget
 # GitHub's hosts are paced by the budget: their downloader slots add no delay of their own.
@@ -184,6 +190,13 @@ ITEM_PIPELINES = {
 }
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
+TRENDING_MAX_ELEMENTS = 30_000
+"""HTML elements parsed per trending page (GitHub's has about 5,000; 100 rows about 15,000): the
+page is cut on its bytes before parsing, so no answer builds a tree of more (about 10 MB)."""
+DOCS_MAX_ELEMENTS = 150_000
+"""HTML elements a docs page may hold (a real page has a few thousand; 100,000 list items
+pass). Counted on the bytes before parsing; a page with more is not collected, one ERROR line:
+its tree and Markdown would take a worker past 200 MB."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""

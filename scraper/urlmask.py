@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -15,13 +15,27 @@ def mask_url(url: str) -> str:
         port = parts.port
     except ValueError:
         return f"{url.partition(':')[0]}://?"  # unparsable: show nothing that may be a secret
+    query = _mask_query(parts.query)
     if password is None:
-        return url
+        return url if query == parts.query else urlunsplit(parts._replace(query=query))
     user = parts.username or ""
     host = parts.hostname or ""
     if port:
         host = f"{host}:{port}"
-    return urlunsplit((parts.scheme, f"{user}:{MASK}@{host}", parts.path, parts.query, ""))
+    return urlunsplit((parts.scheme, f"{user}:{MASK}@{host}", parts.path, query, ""))
+
+
+SECRET_PARAMETERS = frozenset({"password", "username"})
+"""Query parameters redis-py reads as credentials (``redis://host/0?password=…``)."""
+
+
+def _mask_query(query: str) -> str:
+    pairs = []
+    for pair in query.split("&") if query else []:
+        name, sep, _ = pair.partition("=")
+        secret = unquote_plus(name).strip().lower() in SECRET_PARAMETERS
+        pairs.append(f"{name}={MASK}" if secret and sep else pair)
+    return "&".join(pairs)
 
 
 def mask_argv(argv: list[str]) -> list[str]:
@@ -37,6 +51,9 @@ def mask_argv(argv: list[str]) -> list[str]:
 
 def is_masked(url: str) -> bool:
     try:
-        return urlsplit(url).password == MASK
+        parts = urlsplit(url)
+        return parts.password == MASK or any(
+            pair.partition("=")[2] == MASK for pair in parts.query.split("&")
+            if unquote_plus(pair.partition("=")[0]).strip().lower() in SECRET_PARAMETERS)
     except ValueError:
         return False

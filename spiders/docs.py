@@ -10,6 +10,7 @@ from parsel import Selector
 from scrapy.http import Response, TextResponse
 
 from scraper.items import DocPageItem
+from scraper.parsers.bounds import element_count
 from scraper.parsers.docs import extract_page, follow_links, site_prefix
 from spiders.base import CollectorSpider
 
@@ -72,6 +73,14 @@ class DocsSpider(CollectorSpider):
             return
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("docs/not_text")
+            return
+        elements = element_count(response.body)
+        limit = self.settings.getint("DOCS_MAX_ELEMENTS")
+        if elements > limit:
+            self.crawler.stats.inc_value("docs/too_many_elements")
+            self.logger.error("not collected: %s holds %d HTML elements, more than "
+                              "DOCS_MAX_ELEMENTS (%d); its tree would not fit a worker's memory",
+                              response.url, elements, limit)
             return
         # A tree of its own, not the cached response.selector: it is freed before this
         # callback yields, so responses waiting in the scraper never hold two trees at once.

@@ -26,6 +26,7 @@ from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
 from scraper.outcome import note_empty_listing
+from scraper.parsers.bounds import json_value_bound
 from scraper.searchslices import (
     RESULTS_CAP,
     Answer,
@@ -52,6 +53,10 @@ COPIED_FIELDS = (
     "archived",
 )
 
+MAX_VALUES_PER_RESULT = 1000
+"""JSON values one search result may hold (GitHub's hold about 140, commas in the description
+counted too): an answer with more per ``per_page`` is refused before it is decoded."""
+
 INCOMPLETE_TRIES = 3
 """Times a page GitHub answered with ``incomplete_results: true`` is asked in all."""
 
@@ -67,10 +72,37 @@ def next_link(link_header: str) -> str | None:
 
 def first_result_index(url: str, default_per_page: int) -> int:
     """0-based index of the first result a search page URL asks for."""
-    query = parse_qs(urlsplit(url).query)
-    page = int(query.get("page", ["1"])[0])
-    per_page = int(query.get("per_page", [str(default_per_page)])[0])
-    return (page - 1) * per_page
+    page = int(parse_qs(urlsplit(url).query).get("page", ["1"])[0])
+    return (page - 1) * asked_per_page(url, default_per_page)
+
+
+def asked_per_page(url: str, default: int) -> int:
+    """The ``per_page`` a search URL asks for (GitHub's default, 30, when it names none)."""
+    return int(parse_qs(urlsplit(url).query).get("per_page", [str(default)])[0])
+
+
+def refuse_oversized(body: bytes, per_page: int) -> None:
+    """ValueError for an answer that would build more than ``per_page`` real results could:
+    judged on the bytes (a comma and bracket count), before ``json.loads`` builds anything."""
+    limit = MAX_VALUES_PER_RESULT * per_page + MAX_VALUES_PER_RESULT
+    values = json_value_bound(body)
+    if values > limit:
+        raise ValueError(f"{values} JSON values where {per_page} results hold at most {limit}")
+
+
+def result_problem(repo: Any) -> str | None:
+    """Why a search result is not a repository this spider can store, or None."""
+    if not isinstance(repo, dict):
+        return f"a {type(repo).__name__}, not an object"
+    repo_id, name, topics = repo.get("id"), repo.get("full_name"), repo.get("topics")
+    if type(repo_id) is not int or not 0 < repo_id < 2**63:
+        return f"id {str(repo_id)[:40]} is not a positive 64-bit integer"
+    if not isinstance(name, str) or "/" not in name:
+        return f"full_name {str(name)[:40]!r} is not owner/name"
+    if topics is not None and not (isinstance(topics, list)
+                                   and all(isinstance(topic, str) for topic in topics)):
+        return f"topics {str(topics)[:40]} is not a list of names"
+    return None
 
 
 @dataclass
@@ -91,6 +123,7 @@ class QueryRound:
 
 class SearchSpider(CollectorSpider):
     name = "search"
+    uses_github_token = True  # read by GitHubAuthMiddleware: only this spider sends the token
     # A 422 ends a query (past the result cap: a warning; a refused query: an error), not an
     # HttpError; a 304 (the budget middleware asked with If-None-Match) means "unchanged".
     custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}
@@ -239,11 +272,15 @@ class SearchSpider(CollectorSpider):
                                     response.url)
             return None
         try:
+            per_page = asked_per_page(response.url, self.per_page)
+            refuse_oversized(response.body, per_page)
             body = json.loads(response.body)
             results = body["items"]
             if not isinstance(results, list):
                 raise TypeError(f"'items' is {type(results).__name__}, not a list")
-        except (ValueError, KeyError, TypeError) as exc:
+            if len(results) > per_page:
+                raise ValueError(f"{len(results)} results where per_page is {per_page}")
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             self.crawler.stats.inc_value("search/bad_responses")
             note_empty_listing(self.crawler.stats, response.url)
             self.logger.error("search %r: not a search result at %s (%s: %s)", query,
@@ -300,12 +337,14 @@ class SearchSpider(CollectorSpider):
 
     def items(self, response: Response, state: QueryRound, key: str | None,
               results: list[Any]) -> Iterator[SearchRepoItem]:
-        repos = [repo for repo in results if isinstance(repo, dict)]
+        problems = [result_problem(repo) for repo in results]
+        repos = [repo for repo, problem in zip(results, problems, strict=True) if not problem]
         if len(repos) != len(results):
+            first = next(problem for problem in problems if problem)
             self.crawler.stats.inc_value("search/bad_results", len(results) - len(repos))
-            self.logger.error("search %r: %d of %d results at %s are not objects; skipped",
-                              state.query, len(results) - len(repos), len(results),
-                              response.url)
+            self.logger.error("search %r: %d of %d results at %s are not repositories (%s); "
+                              "skipped", state.query, len(results) - len(repos), len(results),
+                              response.url, first)
         cap = self.max_results
         for repo in repos:
             repo_id = repo.get("id")
@@ -480,7 +519,8 @@ class SearchSpider(CollectorSpider):
 
 def _message(body: bytes) -> str:
     try:
+        refuse_oversized(body, 1)
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "no JSON body"
     return str(data.get("message", "")) if isinstance(data, dict) else ""

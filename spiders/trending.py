@@ -13,6 +13,7 @@ from scrapy.http import Response
 from scraper.config import trending_entries
 from scraper.items import CollectedItem, TrendingPageItem, TrendingRepoItem
 from scraper.outcome import note_empty_listing
+from scraper.parsers.bounds import cut_at_elements
 from scraper.parsers.trending import parse_trending
 from spiders.base import CollectorSpider
 
@@ -41,8 +42,23 @@ class TrendingSpider(CollectorSpider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[CollectedItem]:
         cap = self.settings.getint("TRENDING_MAX_ROWS")
-        rows = parse_trending(response.text, self.settings["GITHUB_WEB_URL"], max_rows=cap + 1)
-        if not rows:
+        elements = self.settings.getint("TRENDING_MAX_ELEMENTS")
+        # Cut on the bytes, before any tree or decoded copy exists: a 15 MB page of cells
+        # would otherwise build a gigabyte of tree to be thrown away.
+        cut = cut_at_elements(response.body, elements)
+        body = response.body if cut is None else cut
+        text = body.decode(getattr(response, "encoding", None) or "utf-8", errors="replace")
+        rows = parse_trending(text, self.settings["GITHUB_WEB_URL"], max_rows=cap + 1)
+        del text, body
+        if cut is not None and len(rows) <= cap:
+            self.crawler.stats.inc_value("trending/bad_responses")
+            self.logger.error("trending page holds more than %d elements "
+                              "(TRENDING_MAX_ELEMENTS; GitHub's has about 5,000): %s; parsed "
+                              "only those, %d rows", elements, response.url, len(rows))
+            if not rows:
+                note_empty_listing(self.crawler.stats, response.url)
+                return
+        elif not rows:
             self.crawler.stats.inc_value("trending/empty_pages")
             note_empty_listing(self.crawler.stats, response.url)
             self.logger.error("trending page parsed to zero rows: %s (status %d)",

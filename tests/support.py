@@ -171,3 +171,14 @@ class Collector:
         merge(config, changes)
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         return self.config_path
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """A process's peak resident set so far (``VmHWM``), in MB; None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None

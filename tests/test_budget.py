@@ -503,6 +503,7 @@ from scraper.sharding import Shard
 class RedirectSpider(scrapy.Spider):
     name = "redirects"
     shard = Shard(0, 1)
+    uses_github_token = True  # an API spider, as the search spider is
 
     async def start(self):
         api, web = os.environ["FAKE_API"], os.environ["FAKE_WEB"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import shutil
 import signal
 import socket
@@ -385,6 +386,69 @@ def test_writes_wait_for_redis_and_spill_at_close(redis_url: str, tmp_path: Path
     again = WriteBehind(RedisLink(redis_url), spill)
     assert not again.pending and not spill.exists()
     assert redis.Redis.from_url(redis_url).get("k1") == b"v1"
+
+
+def test_bad_lines_in_a_spill_file_are_skipped_and_counted(redis_url: str,
+                                                           tmp_path: Path) -> None:
+    """A spill file with lines that are not writes (text, a list of numbers, a command Redis
+    refuses) fails no start: the good lines are sent, the others skipped and counted."""
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.writebehind import WriteBehind
+
+    spill = tmp_path / "docs-0of1.pending.jsonl"
+    spill.write_text("\n".join([json.dumps([["SET", "k1", "v1"]]), "{torn", "[1, 2, 3]",
+                                "[[\"SET\"]]", json.dumps([["NOSUCHCOMMAND", "x"]]),
+                                "[" * 5000, json.dumps([["SET", "k2", "v2"]])]) + "\n")
+    writes = WriteBehind(RedisLink(redis_url), spill)
+    assert not writes.pending and not spill.exists()
+    assert writes.skipped == 5
+    client = redis.Redis.from_url(redis_url)
+    assert (client.get("k1"), client.get("k2")) == (b"v1", b"v2")
+
+
+@pytest.mark.parametrize("refusal", ["oom", "readonly"])
+def test_a_redis_that_refuses_writes_is_an_outage_and_nothing_is_lost(
+        redis_url: str, tmp_path: Path, refusal: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``maxmemory`` with ``noeviction`` (OOM), a failover onto a replica (READONLY): the link
+    pauses with one line, the writes wait, and go out once Redis takes writes again (it still
+    answers PING meanwhile, so only a write can tell)."""
+    from scraper.distributed.connection import RedisLink, RedisUnavailable
+    from scraper.distributed.registry import RunnerBeacon
+    from scraper.distributed.writebehind import WriteBehind
+
+    admin = redis.Redis.from_url(redis_url)
+    link = RedisLink(redis_url, backoff_start=0.05, backoff_max=0.1)
+    writes = WriteBehind(link, tmp_path / "docs-0of1.pending.jsonl")
+    admin.set("filler", "x" * 1024)
+    if refusal == "oom":
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", "1")  # anything is over it: every write is refused
+    else:
+        admin.replicaof("127.0.0.1", "9")  # nothing listens there: a replica for good
+    try:
+        with caplog.at_level(logging.WARNING, logger="scraper.distributed"):
+            with pytest.raises(RedisUnavailable):
+                link.client.set("k0", "v0")
+            assert not link.up and link.refusing
+            assert not writes.submit(["SET", "k1", "v1"], ["HSET", "h", "f", "v"])
+            for _ in range(5):
+                time.sleep(0.12)
+                assert not link.probe()  # PING would answer: the probe writes
+            beacon = RunnerBeacon(redis_url)  # the runner's heartbeat: it must not die of it
+            beacon.beat({"pid": 4242}, force=True)
+            assert beacon.state["state"] == "unreachable"
+        lines = [r.getMessage() for r in caplog.records if "refuses writes" in r.getMessage()]
+        assert len(lines) == 1, lines  # the worker's link: one line for the whole outage
+    finally:
+        if refusal == "oom":
+            admin.config_set("maxmemory", "0")
+        else:
+            admin.replicaof("NO", "ONE")
+    time.sleep(0.12)
+    assert link.probe() and link.up
+    assert not writes.pending  # flushed on the way up
+    assert (admin.get("k1"), admin.hget("h", "f")) == (b"v1", b"v")
 
 
 def robots_scenario(middleware_class: type) -> list[str]:

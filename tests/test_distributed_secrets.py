@@ -141,6 +141,7 @@ class HeadersSpider(scrapy.Spider):
     """Shows the spider what request its answers belong to: the token must not be on it."""
 
     name = "headers"
+    uses_github_token = True  # an API spider, as the search spider is
     shard = Shard(0, 1)
     custom_settings = {"RETRY_TIMES": 2, "RETRY_BACKOFF_BASE": 0.1, "ITEM_PIPELINES": {}}
 

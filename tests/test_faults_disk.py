@@ -122,12 +122,13 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("read_only", ["data", "data/state"])
+@pytest.mark.parametrize("read_only", ["data", "data/state", "data/items/docs", "data/logs"])
 def test_read_only_data_dir_is_one_line_and_exit_2(tmp_path: Path, read_only: str) -> None:
     collector = Collector(tmp_path / "c")
     collector.configure(docs_urls=["http://127.0.0.1:9/site/"])
     with tmpfs(collector.home / read_only, "size=1m") as mount:
-        earlier_run = {"data": ["logs", "state/locks"], "data/state": ["locks"]}[read_only]
+        earlier_run = {"data": ["logs", "state/locks"], "data/state": ["locks"]}.get(
+            read_only, [])
         for sub in earlier_run:
             (mount / sub).mkdir(parents=True)
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
@@ -137,6 +138,7 @@ def test_read_only_data_dir_is_one_line_and_exit_2(tmp_path: Path, read_only: st
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.splitlines()) == 1, done.stderr
         assert "Read-only file system" in done.stderr
+        assert str(collector.home / read_only) in done.stderr  # names the directory
     assert crawl.stderr.startswith("scrapy crawl: ")
     assert runner.stderr.startswith("python -m runner: ")
 

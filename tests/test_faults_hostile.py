@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from tests.fakes.hostile import (
     NESTED_TEXT,
     TRENDING_FLOOD_ROWS,
 )
-from tests.support import Collector
+from tests.support import Collector, peak_rss_mb
 
 MB = 1024 * 1024
 MAXSIZE = 2 * MB  # the docs spider's DOWNLOAD_MAXSIZE (spiders/docs.py)
@@ -43,16 +42,6 @@ def error_lines(log: str) -> list[str]:
 def mentions(line: str, url: str) -> bool:
     """``url`` appears in ``line`` as a whole URL (not as the prefix of a longer one)."""
     return re.search(re.escape(url) + r"(?![\w./-])", line) is not None
-
-
-def peak_rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
 
 
 def run_watched(collector: Collector, spider: str, timeout: float) -> tuple[int, float, float]:
@@ -158,7 +147,7 @@ def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hosti
 @pytest.mark.timeout(90)
 def test_search_crawl_survives_bad_api_answers(collector: Collector, fake_hostile: Any) -> None:
     collector.configure(spiders={"search": {
-        "queries": list(API_QUERIES), "per_page": 3,
+        "queries": list(API_QUERIES), "per_page": 4,  # scalaritems answers four results
         "settings": {"DOWNLOAD_TIMEOUT": TIMEOUT_S, "RETRY_TIMES": RETRIES}}})
     generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
                     api_url=f"{fake_hostile.url()}/api")

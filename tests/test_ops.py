@@ -339,6 +339,30 @@ def test_watchdog_starts_nothing_but_a_runner_run(collector: Collector, command:
     assert not pwned.exists()
 
 
+def test_watchdog_hands_a_runner_no_setting_outside_the_allow_list(collector: Collector
+                                                                   ) -> None:
+    """JOBDIR (Scrapy unpickles the requests it keeps there) in the config the recorded command
+    names: refused, nothing started."""
+    jobs = collector.home / "jobs"
+    collector.configure(spiders={"docs": {"start_urls": ["http://127.0.0.2:9/"],
+                                          "settings": {"JOBDIR": str(jobs)}}})
+    layout = DataLayout(collector.data_dir)
+    layout.state_dir.mkdir(parents=True)
+    layout.status_file.write_text(json.dumps({"runner": {
+        "pid": 4242, "command": [sys.executable, "-m", "runner", "--workers", "1", "--spiders",
+                                 "docs", "--once", "--config", str(collector.config_path)],
+        "cwd": str(collector.home), "planned": 1, "updated_at": time.time()}, "workers": []}))
+    result = collector.runner("watchdog")
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        "collector down: 0/1 workers (runner gone); restarting",
+        f"collector restart failed: {collector.config_path}: spiders.docs.settings.JOBDIR is not "
+        "a setting the watchdog starts a runner with (numbers and switches only): not starting "
+        "it"]
+    time.sleep(1.0)
+    assert running_pid(layout.runner_pidfile) is None and not jobs.exists()
+
+
 @pytest.mark.timeout(90)
 def test_watchdog_restarts_a_dead_runner_whose_status_is_empty(ops: Ops) -> None:
     first = ops.start_runner(workers=2)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 from runner.dataset.schema import connect
 from runner.usage import USAGE_ERROR
@@ -39,3 +41,11 @@ def read_into(layout: DataLayout, out: Path, prog: str,
         print(f"{prog}: {exc.filename or out}: {exc.strerror}", file=sys.stderr)
         return 1
     return 0
+
+
+def open_fresh(path: Path, mode: str = "w", **options: Any) -> IO[Any]:
+    """A new file at ``path``, opened for writing; whatever was there (a symlink planted in
+    ``--out`` included) is removed first, never written through (``O_EXCL | O_NOFOLLOW``)."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    return os.fdopen(fd, mode, **options)

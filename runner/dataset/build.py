@@ -15,8 +15,9 @@
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,7 @@ from runner.dataset.records import (
     docs_row,
     is_page_snapshot,
     observation_rows,
+    parse_line,
     search_row,
     stamp,
 )
@@ -141,31 +143,55 @@ def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
         if not mine:
             result.busy = True
             return result
-        conn = connect(layout.catalog_db)
         try:
-            for statement in TEMP_DDL:
-                conn.execute(statement)
-            for rel, path in new_files(conn, layout):
-                lines, bad = load_file(conn, rel, path, warn)
-                result.files += 1
-                result.lines += lines
-                result.bad_lines += bad
-            _take_samples(conn, layout)
-            if config is not None:
-                from runner.dataset.docsfeeds import write_docs_feeds
-                from runner.dataset.feeds import write_feeds
+            return _build(layout, config, warn, result, started)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:  # locked, full, I/O: not damage
+                raise
+            aside = move_aside(layout.catalog_db)
+            warn(f"{layout.catalog_db}: damaged ({exc}); moved aside to {aside.name}, "
+                 "rebuilding it from the item files")
+            return _build(layout, config, warn, BuildResult(), started)
 
-                said: set[str] = set()
 
-                def warn_once(line: str) -> None:  # both kinds of feed need feedgen
-                    if line not in said:
-                        said.add(line)
-                        warn(line)
+def move_aside(db: Path) -> Path:
+    """A damaged catalog (and its -wal, -shm) renamed, never deleted: it is built again from
+    the item files, which it only summarises."""
+    aside = db.with_name(f"{db.name}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    for suffix in ("", "-wal", "-shm"):
+        source = db.with_name(db.name + suffix)
+        if source.exists():
+            os.replace(source, aside.with_name(aside.name + suffix))
+    return aside
 
-                write_feeds(conn, layout, config.github.web_url, warn=warn_once)
-                write_docs_feeds(conn, layout, config.docs.start_entries(), warn=warn_once)
-        finally:
-            conn.close()
+
+def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
+           result: BuildResult, started: float) -> BuildResult:
+    conn = connect(layout.catalog_db)
+    try:
+        for statement in TEMP_DDL:
+            conn.execute(statement)
+        for rel, path in new_files(conn, layout):
+            lines, bad = load_file(conn, rel, path, warn)
+            result.files += 1
+            result.lines += lines
+            result.bad_lines += bad
+        _take_samples(conn, layout)
+        if config is not None:
+            from runner.dataset.docsfeeds import write_docs_feeds
+            from runner.dataset.feeds import write_feeds
+
+            said: set[str] = set()
+
+            def warn_once(line: str) -> None:  # both kinds of feed need feedgen
+                if line not in said:
+                    said.add(line)
+                    warn(line)
+
+            write_feeds(conn, layout, config.github.web_url, warn=warn_once)
+            write_docs_feeds(conn, layout, config.docs.start_entries(), warn=warn_once)
+    finally:
+        conn.close()
     result.seconds = time.monotonic() - started
     return result
 
@@ -235,7 +261,7 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
         for number, raw in _lines(path):
             lines += 1
             try:
-                record = json.loads(raw)
+                record = parse_line(raw)
                 if not isinstance(record, dict):
                     raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
                 if is_page_snapshot(record):
@@ -268,7 +294,10 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
                      (rel, size, lines, bad, utc_stamp()))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # On a full disk or a damaged file the rollback may fail too (SQLite has rolled back
+        # already): the first error is the one to report.
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
         raise
     return lines, bad
 
@@ -307,6 +336,9 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
         result = build_catalog(layout, config)
     except OSError as exc:
         print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:  # a full disk, an I/O error: nothing half-loaded stays
+        print(f"{PROG}: {layout.catalog_db}: {exc}", file=sys.stderr)
         return 1
     print(result.describe(layout.catalog_db))
     if not result.busy:

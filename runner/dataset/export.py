@@ -23,7 +23,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.dataset.access import read_into
+from runner.dataset.access import open_fresh, read_into
 from runner.dataset.schema import DATA_TABLES, TABLE_BY_NAME
 from runner.usage import PROG as RUNNER
 from runner.usage import USAGE_ERROR
@@ -122,19 +122,31 @@ def export_table(conn: Any, table: str, fmt: str, out: Path) -> tuple[Path, int]
 def _write_csv(path: Path, table: str, columns: list[str],
                batches: Iterator[list[tuple[Any, ...]]]) -> int:
     rows = 0
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open_fresh(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for batch in batches:
-            writer.writerows(batch)
+            writer.writerows([[inert(cell) for cell in row] for row in batch])
             rows += len(batch)
     return rows
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a CSV cell as a formula (OWASP, "CSV Injection")."""
+
+
+def inert(cell: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, with a ``'`` in front (OWASP's rule),
+    so it shows as the text it is; numbers and other text are left as they are."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
 
 
 def _write_jsonl(path: Path, table: str, columns: list[str],
                  batches: Iterator[list[tuple[Any, ...]]]) -> int:
     rows = 0
-    with open(path, "w", encoding="utf-8") as handle:
+    with open_fresh(path, "w", encoding="utf-8") as handle:
         for batch in batches:
             for row in batch:
                 handle.write(json.dumps(dict(zip(columns, row, strict=True)),
@@ -152,7 +164,8 @@ def _write_parquet(path: Path, table: str, columns: list[str],
     schema = pa.schema([(name, types[kind.split()[0]])
                         for name, kind, _ in TABLE_BY_NAME[table].columns])
     rows = 0
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+    with open_fresh(path, "wb") as handle, pq.ParquetWriter(handle, schema,
+                                                           compression="zstd") as writer:
         for batch in batches:
             arrays = [pa.array([row[i] for row in batch], type=field.type)
                       for i, field in enumerate(schema)]

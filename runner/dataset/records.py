@@ -15,6 +15,27 @@ class BadRecord(ValueError):
     """One line the catalog cannot use; the message names the field and what was expected."""
 
 
+INT64 = (-(2**63), 2**63 - 1)
+"""SQLite's integers: a larger one cannot be stored (and failed every later build)."""
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not INT64[0] <= value <= INT64[1]:
+        raise BadRecord(f"(number): {text[:40]} is beyond a 64-bit integer")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise BadRecord(f"(number): {name} is not a number JSON allows")
+
+
+def parse_line(raw: bytes | str) -> Any:
+    """``json.loads`` of one item line, refusing what JSON and SQLite cannot hold: ``NaN``,
+    ``Infinity`` (Python writes them, ``JSON.parse`` rejects them) and integers past 64 bits."""
+    return json.loads(raw, parse_int=_int64, parse_constant=_no_constant)
+
+
 def _field(record: dict[str, Any], name: str, kind: type | tuple[type, ...],
            expected: str, *, optional: bool = False) -> Any:
     value = record.get(name)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.dataset import queries
-from runner.dataset.access import read_into
+from runner.dataset.access import open_fresh, read_into
 from runner.dataset.schema import DATA_TABLES
 from runner.usage import PROG as RUNNER
 from runner.usage import USAGE_ERROR
@@ -81,7 +81,8 @@ def write_report(conn: Any, out: Path) -> Path:
         ax.grid(alpha=0.3)
         fig.tight_layout()
         tmp = out / f".{name}.png.tmp"
-        fig.savefig(tmp, format="png")
+        with open_fresh(tmp, "wb") as handle:
+            fig.savefig(handle, format="png")
         plt.close(fig)
         os.replace(tmp, out / f"{name}.png")
 
@@ -93,7 +94,7 @@ def write_report(conn: Any, out: Path) -> Path:
             xs.append(_time(hour))
             ys.append(n)
         for spider, (xs, ys) in series.items():
-            ax.plot(xs, ys, marker=".", label=spider)
+            ax.plot(xs, ys, marker=".", label=literal(spider))
         return bool(series)
 
     def size(ax: Any) -> bool:
@@ -121,7 +122,7 @@ def write_report(conn: Any, out: Path) -> Path:
             xs.append(_time(at))
             ys.append(100.0 * (limit - remaining) / limit)
         for label, (xs, ys) in series.items():
-            ax.plot(xs, ys, marker="o", label=label)
+            ax.plot(xs, ys, marker="o", label=literal(label))
         return bool(series)
 
     risers = conn.execute(queries.RISERS, {"limit": TOP_RISERS}).fetchall()
@@ -131,7 +132,7 @@ def write_report(conn: Any, out: Path) -> Path:
             curve = conn.execute(queries.STAR_CURVE, {"full_name": full_name}).fetchall()
             base = curve[0][1] if curve else 0
             ax.plot([_time(t) for t, _ in curve], [s - base for _, s in curve], marker=".",
-                    label=full_name)
+                    label=literal(full_name))
         return bool(risers)
 
     figure("items_per_hour", "Items collected per hour", "items", items)
@@ -172,5 +173,14 @@ img{{max-width:100%}}</style></head><body>
 </body></html>
 """
     index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
+    tmp = out / ".index.html.tmp"
+    with open_fresh(tmp, "w", encoding="utf-8") as handle:
+        handle.write(page)
+    os.replace(tmp, index)
     return index
+
+
+def literal(text: str) -> str:
+    """A name as matplotlib shows it, not as mathtext: ``$…$`` in a repository's name would
+    otherwise be parsed (and a malformed one fails the whole report)."""
+    return text.replace("$", r"\$")

@@ -31,7 +31,7 @@ from runner.pidfile import running_pid
 from runner.runargs import parse_run_options
 from runner.state import RunnerLaunch, read_status
 from runner.usage import UsageError
-from scraper.config import CONFIG_ENV, REDIS_URL_ENV
+from scraper.config import CONFIG_ENV, REDIS_URL_ENV, SPIDER_NAMES, ConfigError, load_config
 from scraper.layout import DataLayout
 from scraper.urlmask import is_masked, mask_url
 
@@ -126,6 +126,56 @@ def _unmask(arg: str, redis_urls: Iterable[str | None]) -> str:
                         "recorded: set $COLLECTOR_REDIS_URL or redis_url in the config")
 
 
+SAFE_TEXT_SETTINGS = frozenset({"LOG_LEVEL", "USER_AGENT"})
+
+
+def safe_setting(name: str) -> bool:
+    """A Scrapy setting a restarted runner may be handed from a file the watchdog did not
+    write: a number or a switch (its default is one), or plain text that names nothing to
+    load. Never ``JOBDIR`` (Scrapy unpickles the requests it keeps there), a class path, a
+    component map, a feed or a file."""
+    from scraper import settings as defaults
+
+    default = getattr(defaults, name, None)
+    if default is None:
+        from scrapy.settings import default_settings
+
+        default = getattr(default_settings, name, None)
+    return name in SAFE_TEXT_SETTINGS or (isinstance(default, (bool, int, float))
+                                          and name != "JOBDIR")
+
+
+def recorded_config(launch: RunnerLaunch, command: list[str]) -> Path | None:
+    """The config file the restarted runner will read."""
+    named = launch.config
+    for index, arg in enumerate(command):
+        if arg == "--config" and index + 1 < len(command):
+            named = command[index + 1]
+        elif arg.startswith("--config="):
+            named = arg.partition("=")[2]
+    base = Path(launch.cwd or ".")
+    if named:
+        return base / Path(named).expanduser()
+    default = base / "collector.yaml"
+    return default if default.is_file() else None
+
+
+def refuse_unsafe_settings(path: Path | None, environ: dict[str, str]) -> None:
+    """RestartFailed when the config names a setting outside :func:`safe_setting`."""
+    if path is None:
+        return
+    try:
+        config = load_config(path, environ)
+    except ConfigError as exc:
+        raise RestartFailed(f"{exc}: not starting it") from None
+    for name in SPIDER_NAMES:
+        unsafe = sorted(key for key in config.spider(name).settings if not safe_setting(key))
+        if unsafe:
+            raise RestartFailed(f"{path}: spiders.{name}.settings.{unsafe[0]} is not a setting "
+                                "the watchdog starts a runner with (numbers and switches "
+                                "only): not starting it")
+
+
 def start_detached(launch: RunnerLaunch, layout: DataLayout,
                    environ: dict[str, str] | None = None,
                    redis_urls: Iterable[str | None] = ()) -> subprocess.Popen[bytes]:
@@ -141,6 +191,7 @@ def start_detached(launch: RunnerLaunch, layout: DataLayout,
         raise RestartFailed(f"the runner's directory {cwd!r} is gone")
     env = dict(environ or os.environ)
     command = runner_command(launch.command, [env.get(REDIS_URL_ENV), *redis_urls])
+    refuse_unsafe_settings(recorded_config(launch, command), env)
     if launch.config:
         # The file the runner really read, even if it found it as ./collector.yaml.
         env[CONFIG_ENV] = launch.config

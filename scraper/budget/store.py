@@ -32,13 +32,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from scraper.budget.limits import PauseDecision, RateHeaders, pause_for
+from scraper.budget.limits import MAX_WAIT, PauseDecision, RateHeaders, pause_for
 from scraper.stores.sqlite import open_store, transaction
 
 KIND = "budget"
@@ -183,13 +183,15 @@ class BudgetTiming:
     min_interval: float
     backoff_start: float
     backoff_max: float
+    max_wait: float = MAX_WAIT
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BudgetTiming:
         return cls(reset_guard=settings.getfloat("BUDGET_RESET_GUARD"),
                    min_interval=settings.getfloat("BUDGET_MIN_INTERVAL"),
                    backoff_start=settings.getfloat("BUDGET_BACKOFF_START"),
-                   backoff_max=settings.getfloat("BUDGET_BACKOFF_MAX"))
+                   backoff_max=settings.getfloat("BUDGET_BACKOFF_MAX"),
+                   max_wait=settings.getfloat("BUDGET_MAX_WAIT"))
 
 
 class BudgetStore:
@@ -197,12 +199,18 @@ class BudgetStore:
 
     def __init__(self, path: Path, timing: BudgetTiming, *,
                  clock: Callable[[], float] = time.time, pid: int | None = None,
-                 alive: Callable[[int], bool] = pid_alive) -> None:
+                 alive: Callable[[int], bool] = pid_alive,
+                 wall: Callable[[], float] | None = None) -> None:
+        """``clock`` paces (a steady clock: :func:`scraper.budget.clock.steady_clock`);
+        ``wall`` is the wall clock, read only to measure how far away an answer's
+        ``x-ratelimit-reset`` is (by default the same clock)."""
         self.path = path
+        self.wall = wall or clock
         self.reset_guard = timing.reset_guard
         self.min_interval = timing.min_interval
         self.backoff_start = timing.backoff_start
         self.backoff_max = timing.backoff_max
+        self.max_wait = timing.max_wait
         self.clock = clock
         self.pid = os.getpid() if pid is None else pid
         self.alive = alive
@@ -251,7 +259,18 @@ class BudgetStore:
             bucket.probe = int(spec.probe)
             if bucket.source != "headers" and spec.limit is not None:
                 bucket.limit_n = spec.limit
+        self._sane(bucket, self.clock())
         return bucket
+
+    def _sane(self, bucket: _Bucket, now: float) -> None:
+        """Times no answer can set, left by an earlier version or a clock that stepped: a reset
+        or pause past ``max_wait`` is clamped to it (a reset so far is no window: guessed
+        again), a send in the future is now."""
+        if bucket.reset_at is not None and bucket.reset_at > now + self.max_wait:
+            bucket.reset_at, bucket.remaining, bucket.source = None, None, "guess"
+        bucket.pause_until = min(bucket.pause_until, now + self.max_wait)
+        bucket.probe_until = min(bucket.probe_until, now + self.max_wait)
+        bucket.last_sent_at = min(bucket.last_sent_at, now)
 
     @staticmethod
     def _values(bucket: _Bucket) -> tuple[Any, ...]:
@@ -437,9 +456,17 @@ class BudgetStore:
 
     # --- answers ----------------------------------------------------------------------------------
 
-    def _sync(self, bucket: _Bucket, rate: RateHeaders, now: float) -> None:
-        if not rate.complete:
+    def _local(self, rate: RateHeaders, now: float) -> RateHeaders:
+        """``rate`` with its reset on this store's clock, at most ``max_wait`` away."""
+        reset_in = rate.reset_in(self.wall())
+        if reset_in is None:
+            return rate
+        return replace(rate, reset=now + min(reset_in, self.max_wait))
+
+    def _sync(self, bucket: _Bucket, raw: RateHeaders, now: float) -> None:
+        if not raw.complete:
             return
+        rate = self._local(raw, now)
         assert rate.reset is not None and rate.remaining is not None
         if rate.reset <= now:
             return  # about a window already over: says nothing about the current one
@@ -452,7 +479,8 @@ class BudgetStore:
             bucket.remaining = min(bucket.remaining or 0, rate.remaining)
         elif (bucket.source != "headers" or bucket.reset_at is None
               or rate.reset > bucket.reset_at):
-            self._learn_window(bucket, rate.reset)
+            if rate.reset < now + self.max_wait:  # a clamped reset says nothing of the window
+                self._learn_window(bucket, raw.reset)
             bucket.remaining, bucket.reset_at = rate.remaining, rate.reset
         else:
             return  # a late answer from an older window
@@ -479,7 +507,7 @@ class BudgetStore:
                                (bucket.identity, bucket.resource, reset))
             return
         last_reset, learned = row
-        if reset <= last_reset + 0.5:
+        if reset <= last_reset + 0.5 and last_reset <= reset + self.max_wait:
             return  # the same window (answers out of order), or an older one
         jump = reset - last_reset
         if jump >= 1.0 and jump < (learned or math.inf):
@@ -539,6 +567,7 @@ class BudgetStore:
                 self._conn.execute("DELETE FROM tickets WHERE id = ?", (ticket.id,))
             bucket = self._load(key)
             self._sync(bucket, rate, now)
+            rate = self._local(rate, now)
             # A pause set while this request was in flight is the same episode: another
             # worker's answer already started it (and logged it); don't double again.
             known = bucket.pause_set_at >= sent_at and bucket.pause_until > now
@@ -548,7 +577,7 @@ class BudgetStore:
                 decision = pause_for(now, kind, rate, retry_after, bucket.backoff_s,
                                      reset_guard=self.reset_guard,
                                      backoff_start=self.backoff_start,
-                                     backoff_max=self.backoff_max)
+                                     backoff_max=self.backoff_max, max_wait=self.max_wait)
             if decision.doubling:
                 bucket.backoff_s = decision.doubling
             if decision.until > bucket.pause_until:

@@ -25,6 +25,7 @@ from scraper.diskspace import (
     START_FREE_BYTES,
     free_bytes,
     is_disk_full,
+    probe_writable,
 )
 from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
@@ -88,6 +89,7 @@ class Command(ScrapyCrawlCommand):
         try:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             open_log(log_file).close()  # refuses a symlink before Scrapy's handler opens it
+            probe_writable(self.layout.items_dir(self.spider_name))
         except OSError as exc:
             fail(f"data_dir {self.layout.root}: cannot write {exc.filename}: {exc.strerror}")
         self.settings.set("LOG_FILE", str(log_file), priority="project")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import socket
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from redis.client import Pipeline
 from redis.retry import Retry
 
 from scraper.distributed import defaults
+from scraper.distributed.keys import PROBE_KEY
 from scraper.stores.base import StoreUnavailable
 from scraper.urlmask import mask_url
 
@@ -43,6 +45,21 @@ _CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.Timeout
 
 class RedisUnavailable(redis.exceptions.ConnectionError, StoreUnavailable):
     """Redis cannot be reached right now; try again after :meth:`RedisLink.wait_until_up`."""
+
+
+REFUSAL_CODES = ("MISCONF", "NOREPLICAS", "BUSY", "LOADING")
+_PIPELINE_PREFIX = re.compile(r"^Command # \d+ \(.*?\) of pipeline caused error: ", re.S)
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Redis answered but takes no writes now: out of memory (``noeviction``), a replica after
+    a failover (READONLY), a failed snapshot (MISCONF), too few replicas, loading, a busy
+    script. That is an outage like a lost connection, not a bad command."""
+    if isinstance(exc, (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError)):
+        return True
+    if not isinstance(exc, redis.exceptions.ResponseError):
+        return False
+    return _PIPELINE_PREFIX.sub("", str(exc)).startswith(REFUSAL_CODES)
 
 
 class RedisLink:
@@ -61,6 +78,7 @@ class RedisLink:
         self.last_error: str | None = None
         self.outages = 0
         self.down_seconds = 0.0
+        self.refusing = False  # down because Redis refused writes, not unreachable
         self._next_try = 0.0  # monotonic
         self._backoff = 0.0
         self._listeners: list[Callable[[], None]] = []
@@ -89,20 +107,28 @@ class RedisLink:
         except _CONNECTION_ERRORS as exc:
             self._failed(exc)
             raise RedisUnavailable(f"Redis {self.label} unreachable: {self.last_error}") from exc
+        except redis.exceptions.ResponseError as exc:
+            if not is_refusal(exc):
+                raise
+            self._failed(exc)
+            raise RedisUnavailable(f"Redis {self.label} refuses writes: {self.last_error}"
+                                   ) from exc
         if self.down_since is not None:
             self._recovered()
         return result
 
     def _failed(self, exc: BaseException) -> None:
+        self.refusing = is_refusal(exc)
         self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
         if self.down_since is None:
             self.down_since = time.time()
             self.outages += 1
             self._backoff = self.backoff_start
             # The one line an outage gets (a recovery is counted in stats and status only).
-            logger.warning("Redis %s unreachable (%s): pausing this worker's shared work; "
-                           "retrying with backoff up to %.0fs", self.label, self.last_error,
-                           self.backoff_max)
+            logger.warning("Redis %s %s (%s): pausing this worker's shared work; "
+                           "retrying with backoff up to %.0fs", self.label,
+                           "refuses writes" if self.refusing else "unreachable",
+                           self.last_error, self.backoff_max)
         else:
             self._backoff = min(self.backoff_max, self._backoff * 2)
         self._next_try = time.monotonic() + self._backoff
@@ -113,6 +139,7 @@ class RedisLink:
         self.down_seconds += down
         self.down_since = None
         self.last_error = None
+        self.refusing = False
         logger.debug("Redis %s reachable again after %.1fs", self.label, down)
         for callback in list(self._listeners):
             try:
@@ -123,9 +150,13 @@ class RedisLink:
                 logger.exception("after Redis came back")
 
     def probe(self) -> bool:
-        """One ``PING`` if the backoff allows it; True when Redis answers."""
+        """One ``PING`` if the backoff allows it (one expiring write when Redis refused writes:
+        an out-of-memory or read-only Redis still answers PING); True when Redis answers."""
         try:
-            self.client.ping()
+            if self.refusing:
+                self.client.set(PROBE_KEY, "1", px=1000)
+            else:
+                self.client.ping()
         except RedisUnavailable:
             return False
         return True

@@ -54,6 +54,9 @@ CONTENTHASH_BUCKET = 4
 """Hex digits of a content hash naming its small hash: 65,536 of them."""
 CONTENTHASH_FIELD = 24
 """Hex digits of a content hash kept as its field."""
+PROBE_KEY = "hubcollect:link-probe"
+"""Written (expiring in a second) to learn whether a Redis that refused writes takes them again;
+outside every prefix, so it is no collector's data."""
 
 
 def _digest(text: str) -> str:

@@ -43,9 +43,13 @@ def quick_client(url: str) -> Any:
 
 
 def _errors() -> tuple[type[BaseException], ...]:
+    """An unreachable Redis, or one that refuses writes (out of memory, a read-only replica
+    after a failover; scraper/distributed/connection.py): the beat is missed, the runner goes
+    on."""
     import redis
 
-    return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+    return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError,
+            redis.exceptions.ReadOnlyError, redis.exceptions.OutOfMemoryError)
 
 
 class RunnerBeacon:

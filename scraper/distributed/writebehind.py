@@ -18,6 +18,8 @@ import logging
 from collections import deque
 from pathlib import Path
 
+import redis
+
 from scraper.distributed.connection import RedisLink, RedisUnavailable
 from scraper.statefile import private_dirs, write_atomic
 
@@ -26,12 +28,21 @@ logger = logging.getLogger("scraper.distributed")
 Command = list[str]
 
 
+def is_batch(value: object) -> bool:
+    """A spilled line as :meth:`WriteBehind.close` writes it: a list of commands, each a
+    non-empty list of strings."""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(command, list) and command and all(isinstance(a, str) for a in command)
+        for command in value)
+
+
 class WriteBehind:
     def __init__(self, link: RedisLink, spill_path: Path | None) -> None:
         self.link = link
         self.spill_path = spill_path
         self.pending: deque[list[Command]] = deque()
         self._from_spill = False
+        self.skipped = 0  # spilled lines that were not writes (counted, logged)
         link.on_up(self.flush)
         if spill_path is not None and spill_path.exists():
             self._load_spill(spill_path)
@@ -42,13 +53,20 @@ class WriteBehind:
         except OSError as exc:
             logger.error("cannot read %s: %s; its Redis writes stay there", path, exc)
             return
+        bad = 0
         for line in lines:
             try:
                 batch = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a kill while spilling
-            if isinstance(batch, list):
+            except (ValueError, RecursionError):  # a line torn by a kill while spilling, or worse
+                batch = None
+            if is_batch(batch):
                 self.pending.append(batch)
+            elif line.strip():
+                bad += 1
+        if bad:
+            self.skipped += bad
+            logger.warning("%s: %d lines are not Redis writes this collector spilled; skipped",
+                           path, bad)
         self._from_spill = bool(self.pending)
         self.flush()
 
@@ -68,6 +86,14 @@ class WriteBehind:
                 pipe.execute()
             except RedisUnavailable:
                 return False
+            except redis.ResponseError as exc:
+                if not self._from_spill:
+                    raise
+                # A spilled line Redis will never take (damaged in the file): it would fail
+                # this shard at every start.
+                self.skipped += 1
+                logger.warning("Redis refused a spilled write from %s (%s); skipped",
+                               self.spill_path, str(exc)[:200])
             self.pending.popleft()
         if self._from_spill and self.spill_path is not None:
             self._from_spill = False

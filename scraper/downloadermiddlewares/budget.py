@@ -48,6 +48,7 @@ from twisted.internet.error import ConnectError
 
 from scraper.budget.limits import (
     RateHeaders,
+    http_date,
     identity_label,
     limit_kind,
     retry_after_seconds,
@@ -100,16 +101,17 @@ def body_text(response: Response, limit: int = TEXT_PEEK) -> str:
     return body[:limit].decode("utf-8", "replace")
 
 
-def rate_limit_resources(body: bytes) -> dict[str, RateHeaders]:
-    """``GET /rate_limit``'s ``resources`` object as one RateHeaders per resource."""
+def rate_limit_resources(body: bytes, server_now: float | None = None
+                         ) -> dict[str, RateHeaders]:
+    """``GET /rate_limit``'s ``resources`` object as one RateHeaders per resource; values that
+    are not counts or times are left out (named in ``bad``), as in headers. ValueError when the
+    body is not such an object."""
     data = json.loads(body)
-    out = {}
-    for name, entry in (data.get("resources") or {}).items():
-        if isinstance(entry, dict):
-            out[name] = RateHeaders(limit=entry.get("limit"), remaining=entry.get("remaining"),
-                                    reset=float(entry["reset"]) if "reset" in entry else None,
-                                    used=entry.get("used"), resource=name)
-    return out
+    resources = data.get("resources") if isinstance(data, dict) else None
+    if not isinstance(resources, dict):
+        raise ValueError("no 'resources' object")
+    return {str(name): RateHeaders.from_values(entry, str(name), server_now)
+            for name, entry in resources.items() if isinstance(entry, dict)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,7 @@ class BudgetMiddleware:
                        for resource, guess in github.limits.items()}
         self._specs[self.web_key] = BucketSpec(None, github.web_min_interval)
         self._credentials_rejected = False
+        self._warned: set[tuple[str, str, bool]] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BudgetMiddleware:
@@ -270,7 +273,7 @@ class BudgetMiddleware:
             if self._stopped():
                 self.store.cancel(ticket)
                 return False
-            left = self.store.slot_of(ticket) - self.clock()
+            left = self.store.slot_of(ticket) - self.store.clock()
             if left <= 0:
                 return True
             await sleep(min(left, SLEEP_CHUNK))
@@ -303,7 +306,10 @@ class BudgetMiddleware:
         try:
             response = await engine.download_async(request)
             if response.status == 200:
-                resources = rate_limit_resources(response.body)
+                resources = rate_limit_resources(response.body,
+                                                 http_date(self._header(response)("date")))
+                for rate in resources.values():
+                    self._warn_bad(rate, request.url)
             else:
                 logger.debug("GitHub budget: /rate_limit answered %d", response.status)
         except IgnoreRequest:
@@ -334,6 +340,7 @@ class BudgetMiddleware:
         if route is None:
             return response
         rate = RateHeaders.parse(self._header(response)) if route.api else RateHeaders()
+        self._warn_bad(rate, request.url)
         if route.api and response.status == 401:
             if ticket is not None:
                 self.store.complete(ticket, route.key, rate, counted=False, success=False)
@@ -355,6 +362,23 @@ class BudgetMiddleware:
                             success=200 <= response.status < 400)
         return response
 
+    def _warn_bad(self, rate: RateHeaders, url: str) -> None:
+        """One WARNING per kind of unusable header and endpoint (per worker): the value is
+        ignored or clamped, the answer kept."""
+        problems = [(name, f"{value!r} is not a count or time") for name, value in rate.bad]
+        reset_in = rate.reset_in(time.time())
+        if reset_in is not None and reset_in > self.store.max_wait:
+            when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(rate.reset or 0))
+            problems.append(("x-ratelimit-reset", f"{when} is farther away than BUDGET_MAX_WAIT; "
+                             f"taken as {self.store.max_wait:.0f}s from now"))
+        for name, problem in problems:
+            seen = (urlsplit(url).path, name, problem.endswith("now"))
+            if seen not in self._warned:
+                self._warned.add(seen)
+                self.crawler.stats.inc_value("github_budget/bad_headers")
+                logger.warning("GitHub budget: %s: %s (at %s); the answer kept", name, problem,
+                               url)
+
     @staticmethod
     def _header(response: Response) -> Callable[[str], str | None]:
         def get(name: str) -> str | None:
@@ -372,11 +396,12 @@ class BudgetMiddleware:
         stats.inc_value(f"github_budget/limited/{kind}")
         stats.inc_value("github_budget/retried")
         where = "GitHub API" if key.resource != "web" else "GitHub web pages"
-        wait = max(0.0, result.until - self.clock())
+        wait = max(0.0, result.until - self.store.clock())
         message = ("%s %s budget (%s) paused for all workers until %s (%.0fs): %s; "
                    "requests are sent again after it")
         args = (where, key.resource, identity_label(key.identity),
-                time.strftime("%H:%M:%S", time.localtime(result.until)), wait, result.reason)
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() + wait)), wait,
+                result.reason)
         # The first answer of an episode is logged; the others (in flight at the same
         # moment, or in other workers) knew of the pause already.
         logger.log(logging.WARNING if result.new else logging.DEBUG, message, *args)

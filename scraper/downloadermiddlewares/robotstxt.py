@@ -8,22 +8,40 @@ the first burst of requests to a host (the start URLs); a distributed worker tha
 under way takes a whole batch of queued pages at once, disallowed ones included, and fetched
 them. Here each waiter gets its own Deferred, fed from the shared one, which passes the parser
 on untouched.
+
+A robots.txt that cannot be read (too big, too slow, a reset) is Scrapy's case of "no
+robots.txt": the site is crawled as if it had none (Scrapy's middleware lets every request go
+when robots.txt cannot be downloaded). Scrapy logs that with a traceback, after RetryMiddleware's
+own lines; here it is one WARNING line, the file is asked for once (no retries: the site's
+pages wait for it) and read up to :data:`ROBOTSTXT_MAXSIZE`, the 500 KiB RFC 9309 asks a crawler
+to parse at least.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from scrapy import Request
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.python import global_object_name
 from twisted.internet.defer import Deferred
+
+logger = logging.getLogger(__name__)
+
+ROBOTSTXT_MAXSIZE = 500 * 1024
 
 
 class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
     async def robot_parser(self, request: Request) -> Any:
-        pending = self._parsers.get(urlparse_cached(request).netloc)
+        netloc = urlparse_cached(request).netloc
+        if netloc not in self._parsers:
+            return await self._fetch(request, netloc)
+        pending = self._parsers.get(netloc)
         if isinstance(pending, Deferred):
             waiter: Deferred[Any] = Deferred()
 
@@ -34,3 +52,25 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
             pending.addBoth(hand_on)
             return await maybe_deferred_to_future(waiter)
         return await super().robot_parser(request)
+
+    async def _fetch(self, request: Request, netloc: str) -> Any:
+        self._parsers[netloc] = Deferred()
+        url = urlparse_cached(request)
+        robots = Request(f"{url.scheme}://{netloc}/robots.txt", priority=self.DOWNLOAD_PRIORITY,
+                         callback=NO_CALLBACK,
+                         meta={"dont_obey_robotstxt": True, "dont_retry": True,
+                               "download_maxsize": ROBOTSTXT_MAXSIZE})
+        engine = self.crawler.engine
+        assert engine is not None
+        try:
+            response = await engine.download_async(robots)
+            await self._parse_robots(response, netloc, request)
+        except Exception as exc:  # unreadable: Scrapy's rule, as if there were none
+            if not isinstance(exc, IgnoreRequest):
+                reason = next(iter(str(exc).splitlines()), "") or type(exc).__name__
+                logger.warning("robots.txt of %s cannot be read (%s: %s); the site is crawled "
+                               "as if it had none", netloc, global_object_name(type(exc)),
+                               reason[:200])
+            self._robots_error(exc, netloc)
+        self._stats.inc_value("robotstxt/request_count")
+        return self._parsers[netloc]

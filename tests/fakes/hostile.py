@@ -31,18 +31,41 @@ Dense pages under ``/dense/`` (``/dense/index.html`` links to each), a site of t
     items.html           100,000 list items
     p{n}.html            a small page (what big.html's links point to)
 
+Pages whose parsed form, not their bytes, is the danger, each under its spider's size cap,
+under ``/shapes/`` (``/shapes/index.html`` links to the docs ones)::
+
+    cells.html           380,000 ``<td>x`` cells in 1.9 MB (under the docs cap)
+    columns.html         a table of 2,000 columns and 190 rows, 1.9 MB
+
 A GitHub-like trending page at ``/trending`` (any language path, any ``since``) with
-:data:`TRENDING_FLOOD_ROWS` rows where GitHub serves 25.
+:data:`TRENDING_FLOOD_ROWS` rows where GitHub serves 25; ``/trending/cells``: 15 MB of
+``<td>x``; ``/trending/rowflood``: 180,000 small rows in 13 MB; ``/trending/normal``: 25 rows.
 
 A GitHub-like search API under ``/api/search/repositories``, chosen by the ``q`` parameter:
 ``good`` (two pages by ``Link``), ``badjson``, ``htmlbody``, ``nullitems`` (``"items": null``),
 ``scalaritems`` (items that are not objects), ``notobject`` (a JSON list), ``badlink`` (a
 ``Link`` next URL with ``page=abc``), ``storm`` (503), ``reset``, ``badgzip``, ``surrogate`` (a
-description holding a lone surrogate, ``\\ud800``, next to a plain result); anything else is
-answered like ``good`` with its own repositories.
+description holding a lone surrogate, ``\\ud800``, next to a plain result), ``million``
+(1,000,000 results ``{"id": n}`` in 14 MB), ``overfull`` (five results where ``per_page`` asks
+for four), ``badtypes`` (an ``id`` that is a list, ``topics`` a number, no ``full_name``, one
+good result), ``deep`` (``items`` nested 4,000 arrays deep); anything else is answered like
+``good`` with its own repositories.
 
-``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n}}`` where
-the key is the path (``/site/storm.html``) or, for the API, ``api:{q}:{page}``.
+Two more listeners are sites whose ``/robots.txt`` cannot be read: ``url("bigrobots")``
+(127.0.0.7) streams 50 MB of it, ``url("slowrobots")`` (127.0.0.8) never finishes it; every
+other path there is a small page linking to ``good{0..4}.html``.
+
+Under ``/api-wedge/`` (an ``api_url`` of its own) rate-limit answers built to stop a budget
+forever, each on a query's first request only: ``/rate_limit`` with ``reset: 1e300`` and
+non-numbers; ``retryforever`` (403 secondary limit, ``retry-after: 99999999999``),
+``reset3000`` (remaining 0 until the year 3000), ``badheaders`` (text and out-of-range values).
+
+``toapi.html`` (under ``/site/``, not linked from the index) redirects to the search API;
+the query ``offpath`` links its next page to ``/site/good0.html``, the API's host outside its path.
+
+``GET /_stats``: ``{"counts": {key: n}, "times": {key: [t, …]}, "bytes_sent": {key: n},
+"authorized": [listener:target, …]}`` where the key is the path (``/site/storm.html``) or, for
+the API, ``api:{q}:{page}``; ``authorized`` lists every request that carried Authorization.
 """
 
 from __future__ import annotations
@@ -80,6 +103,9 @@ NESTED_DIVS = 1600
 NESTED_TEXT = "Found at the bottom of sixteen hundred divs."
 LIST_ITEMS = 100_000
 TRENDING_FLOOD_ROWS = 3000
+SHAPE_PAGES = ("cells.html", "columns.html")
+ROBOTS_LISTENERS = ("bigrobots", "slowrobots")
+ROWFLOOD_ROWS = 180_000
 API_QUERIES = ("good", "badjson", "htmlbody", "nullitems", "scalaritems", "notobject",
                "badlink", "storm", "reset", "badgzip")
 
@@ -126,6 +152,32 @@ def dense_page(name: str) -> bytes:
             f"<h1>Dense {name}</h1>{body}</main></body></html>").encode()
 
 
+def shape_page(name: str) -> bytes:
+    """The body of ``/shapes/{name}``: small in bytes, huge as a tree."""
+    if name == "cells.html":
+        body = "<table><tr>" + "<td>x" * 380_000 + "</table>"
+    elif name == "columns.html":
+        body = "<table>" + ("<tr>" + "<td>x" * 2000) * 190 + "</table>"
+    else:
+        links = [(page, f"Shape {page}") for page in SHAPE_PAGES]
+        return page_html("Shapes index", ["Pages whose tree is the danger."], links)
+    return (f"<!DOCTYPE html><html><head><title>Shape {name}</title></head><body><main>"
+            f"<h1>Shape {name}</h1>{body}</main></body></html>").encode()
+
+
+def trending_shape(language: str) -> bytes:
+    """``/trending/{language}``: the ordinary flood, or a page built to exhaust the parser."""
+    if language == "cells":
+        return b"<!DOCTYPE html><html><body><table><tr>" + b"<td>x" * 3_000_000 + b"</table>"
+    if language == "normal":
+        return trending_flood(25)
+    if language == "rowflood":
+        rows = "".join(f'<article class="Box-row"><h2><a href="/f/r{n}">r</a></h2></article>'
+                       for n in range(ROWFLOOD_ROWS))
+        return f"<!DOCTYPE html><html><body>{rows}</body></html>".encode()
+    return trending_flood(TRENDING_FLOOD_ROWS)
+
+
 def trending_flood(rows: int) -> bytes:
     """A trending page in GitHub's markup (``article.Box-row``) with ``rows`` repository rows."""
     articles = "".join(
@@ -157,6 +209,7 @@ class Hostile:
         self.counts: Counter[str] = Counter()
         self.times: defaultdict[str, list[float]] = defaultdict(list)
         self.bytes_sent: Counter[str] = Counter()
+        self.authorized: list[str] = []  # listener:target of every request with Authorization
         self._bomb: bytes | None = None
         self._dense: dict[str, bytes] = {}
 
@@ -170,9 +223,12 @@ class Hostile:
             writer.close()
             return
         try:
-            request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            request_line, _, header_block = head.decode("latin-1").partition("\r\n")
             method, target, _ = request_line.split(" ", 2)
             parts = urlsplit(target)
+            if any(line.lower().startswith("authorization:")
+                   for line in header_block.split("\r\n")):
+                self.authorized.append(f"{listener}:{target}")
             await self.route(listener, method, parts.path, parse_qs(parts.query), writer, reader)
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -195,7 +251,8 @@ class Hostile:
     async def send(self, writer: asyncio.StreamWriter, key: str, status: int,
                    headers: list[tuple[str, str]], body: bytes = b"",
                    content_type: str | None = HTML, length: bool = True) -> None:
-        reason = {200: "OK", 302: "Found", 404: "Not Found", 500: "Internal Server Error",
+        reason = {200: "OK", 302: "Found", 403: "Forbidden", 404: "Not Found",
+                  500: "Internal Server Error",
                   503: "Service Unavailable"}.get(status, "Unknown")
         lines = [f"HTTP/1.1 {status} {reason}", "Connection: close"]
         if content_type:
@@ -229,7 +286,8 @@ class Hostile:
 
     def stats(self) -> dict[str, Any]:
         return {"counts": dict(self.counts), "times": dict(self.times),
-                "bytes_sent": dict(self.bytes_sent), "total": sum(self.counts.values())}
+                "bytes_sent": dict(self.bytes_sent), "total": sum(self.counts.values()),
+                "authorized": self.authorized}
 
     # ------------------------------------------------------------------ routes
 
@@ -238,6 +296,23 @@ class Hostile:
         if path == "/_stats":
             await self.send(writer, "_stats", 200, [], json.dumps(self.stats()).encode(), JSON)
             return
+        if listener in ROBOTS_LISTENERS and path == "/robots.txt":
+            key = f"{listener}:{path}"
+            self.note(key)
+            if listener == "bigrobots":
+                await self.stream(writer, key, 50 * 1024 * 1024, with_length=False)
+            else:
+                await self.hang(writer, reader, key)
+            return
+        if listener in ROBOTS_LISTENERS:
+            key = f"{listener}:{path}"
+            self.note(key)
+            name = path.removeprefix("/site/")
+            body = page_html(f"{listener} {name}", [f"A page of {listener}, whose robots.txt "
+                                                    "cannot be read."],
+                             [(page, page) for page in GOOD_PAGES])
+            await self.send(writer, key, 200, [], body)
+            return
         if listener == "other":
             key = f"other:{path}"
             self.note(key)
@@ -245,6 +320,9 @@ class Hostile:
                              ["A page on another host, reached by a redirect."],
                              [("/site/index.html", "Home of the other host")])
             await self.send(writer, key, 200, [], body)
+            return
+        if path.startswith("/api-wedge/"):
+            await self.wedge(path, query, writer)
             return
         if path.startswith("/api/"):
             await self.api(path, query, writer)
@@ -286,12 +364,29 @@ class Hostile:
             await self.send(writer, path, 302, [("Location", f"{n + 1}.html")])
         elif path.startswith("/dense/"):
             await self.dense(writer, path)
+        elif path == "/site/toapi.html":  # a docs page sending the crawler to the API
+            target = f"{self.url}/api/search/repositories?q=good"
+            await self.send(writer, path, 302, [("Location", target)])
         elif path == "/site/offsite.html":
             await self.send(writer, path, 302, [("Location", f"{self.other}/site/elsewhere.html")])
         elif path == "/trending" or path.startswith("/trending/"):
-            await self.send(writer, path, 200, [], trending_flood(TRENDING_FLOOD_ROWS))
+            language = path.partition("/trending/")[2]
+            await self.send(writer, path, 200, [],
+                            self.built(path, lambda: trending_shape(language)))
+        elif path.startswith("/shapes/"):
+            name = path.removeprefix("/shapes/") or "index.html"
+            if name not in (*SHAPE_PAGES, "index.html"):
+                await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+                return
+            await self.send(writer, path, 200, [], self.built(path, lambda: shape_page(name)))
         else:
             await self.send(writer, path, 404, [], b"<h1>Not found</h1>")
+
+    def built(self, key: str, make: Any) -> bytes:
+        """A big body, made once per server."""
+        if key not in self._dense:
+            self._dense[key] = make()
+        return self._dense[key]
 
     async def dense(self, writer: asyncio.StreamWriter, path: str) -> None:
         name = path.removeprefix("/dense/") or "index.html"
@@ -381,6 +476,27 @@ class Hostile:
             broken = {**repo(q, 1), "description": "half a pair: \ud800, then more"}
             body = json.dumps({"total_count": 2, "items": [broken, repo(q, 2)]})  # "\\ud800"
             await self.send(writer, key, 200, [], body.encode(), JSON)
+        elif q == "million":
+            body = self.built("api:million", lambda: (
+                '{"total_count": 1000000, "incomplete_results": false, "items": ['
+                + ",".join(f'{{"id": {n}}}' for n in range(1_000_000)) + "]}").encode())
+            await self.send(writer, key, 200, [], body, JSON)
+        elif q == "overfull":
+            body = json.dumps({"total_count": 5, "items": [repo(q, n) for n in range(5)]})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
+        elif q == "badtypes":
+            items = [{**repo(q, 1), "id": [1, 2]}, {**repo(q, 2), "topics": 7},
+                     {key: value for key, value in repo(q, 3).items() if key != "full_name"},
+                     repo(q, 4)]
+            body = json.dumps({"total_count": 4, "items": items})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
+        elif q == "deep":
+            body = b'{"total_count": 1, "items": ' + b"[" * 4000 + b"]" * 4000 + b"}"
+            await self.send(writer, key, 200, [], body, JSON)
+        elif q == "offpath":  # a next page on the API's host, outside the API's path
+            body = json.dumps({"total_count": 9, "items": [repo(q, 1)]})
+            link = f'<{self.url}/site/good0.html?{urlencode({"q": q, "page": 2})}>; rel="next"'
+            await self.send(writer, key, 200, [("Link", link)], body.encode(), JSON)
         elif q == "badlink":
             body = json.dumps({"total_count": 9, "items": [repo(q, 1), repo(q, 2)]})
             link = f'<{self.url}{path}?{urlencode({"q": q, "page": "abc"})}>; rel="next"'
@@ -395,11 +511,43 @@ class Hostile:
             await self.send(writer, key, 200, headers, body.encode(), JSON)
 
 
+    async def wedge(self, path: str, query: dict[str, list[str]],
+                    writer: asyncio.StreamWriter) -> None:
+        """Rate-limit answers built to stop a budget forever, each only on a query's first
+        page's first request; every later answer is an ordinary, healthy one."""
+        q = (query.get("q") or [""])[0]
+        key = "wedge:rate_limit" if path.endswith("/rate_limit") else f"wedge:{q}"
+        self.note(key)
+        first = self.counts[key] == 1
+        reset = str(int(time.time()) + 3)  # within the test's BUDGET_MAX_WAIT
+        if key == "wedge:rate_limit":
+            window = {"limit": "plenty", "remaining": -3, "reset": 1e300, "used": 0}
+            body = json.dumps({"resources": {"core": window, "search": window}})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
+            return
+        rate = {"limit": "5000", "remaining": "4999", "reset": reset, "resource": "search"}
+        status = 200
+        if first and q == "retryforever":
+            status, rate["retry-after"] = 403, "99999999999"
+        elif first and q == "reset3000":
+            rate.update(remaining="0", reset="32503680000")  # 3000-01-01
+        elif first and q == "badheaders":
+            rate.update(limit="-5", remaining="lots", reset="soon", used="1e400")
+        headers = [(k if k == "retry-after" else f"X-RateLimit-{k.title()}", v)
+                   for k, v in rate.items()]
+        if status == 403:
+            body = b'{"message": "You have exceeded a secondary rate limit."}'
+        else:
+            body = json.dumps({"total_count": 1, "items": [repo(q, 1)]}).encode()
+        await self.send(writer, key, status, headers, body, JSON)
+
+
 async def serve(args: argparse.Namespace) -> None:
     hostile = Hostile(args)
     servers = []
     urls: dict[str, str] = {}
-    for name, host in (("url", args.host), ("other", args.other_host)):
+    for name, host in (("url", args.host), ("other", args.other_host),
+                       ("bigrobots", args.big_robots_host), ("slowrobots", args.slow_robots_host)):
         server = await asyncio.start_server(
             lambda r, w, name=name: hostile.handle(r, w, name), host, 0, limit=HEAD_LIMIT,
             backlog=256)
@@ -427,6 +575,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port-file", required=True, type=Path)
     parser.add_argument("--host", default="127.0.0.5")
     parser.add_argument("--other-host", default="127.0.0.6")
+    parser.add_argument("--big-robots-host", default="127.0.0.7")
+    parser.add_argument("--slow-robots-host", default="127.0.0.8")
     parser.add_argument("--huge-mb", type=float, default=100.0)
     return parser.parse_args(argv)
 
