@@ -121,6 +121,16 @@ ITEM_PIPELINES = {
 }
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
+TRENDING_PARSER = "scraper.parsers.trending.parse_trending"
+"""What reads a trending page into rows (``python -m runner reparse`` reads the archive with
+it too); its module's ``PARSER_VERSION`` is recorded with every page it reads."""
+TRENDING_ARCHIVE_STORAGE = "scraper.stores.archive.FilesystemPageArchive"
+"""The page archive (scraper/stores/archive.py, the ``PageArchive`` protocol): every fetched
+trending page as served, each body once. Local to the box that fetched the page, in the
+distributed mode too."""
+TRENDING_ARCHIVE_RETENTION = None
+"""Seconds an archived page is kept; None = forever. ``scrapy crawl`` sets it from the config's
+``spiders.trending.archive_retention``."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""

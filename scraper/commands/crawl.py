@@ -60,6 +60,7 @@ def collector_settings(config: CollectorConfig, layout: DataLayout) -> dict[str,
         "GITHUB_WEB_MIN_INTERVAL": github.web_min_interval,
         "GITHUB_RATE_LIMITS": github.first_guess_limits(),
         "DISTRIBUTED_ROUND_COOLDOWN": config.round_interval,
+        "TRENDING_ARCHIVE_RETENTION": config.trending.archive_retention,
     }
 
 
