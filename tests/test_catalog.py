@@ -210,7 +210,8 @@ def test_history_agrees_with_the_observations(built: Collected) -> None:
         (name, period, language): {"first_seen": first, "last_seen": last, "observations": n,
                                    "best_rank": best, "stars_first": s1, "stars_last": s2}
         for name, period, language, first, last, n, best, s1, s2 in conn.execute(
-            "SELECT * FROM trending_history")}
+            "SELECT full_name, period, trending_language, first_seen, last_seen, observations, "
+            "best_rank, stars_first, stars_last FROM trending_history")}
     assert history == expected
     # Rows that left the list (generation 2, then 5) were last seen before the end.
     last_round = max(row[0] for row in conn.execute("SELECT observed_at FROM "
