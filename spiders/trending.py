@@ -60,7 +60,7 @@ class TrendingSpider(CollectorSpider):
             )
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[CollectedItem]:
-        observed_at = _now_ms()
+        observed_at = now_ms()
         period, language = response.meta["period"], response.meta["language"]
         spoken = response.meta.get("spoken", "")
         cap = self.settings.getint("TRENDING_MAX_ROWS")
@@ -109,7 +109,7 @@ class TrendingSpider(CollectorSpider):
             ))
 
 
-def _now_ms() -> str:
+def now_ms() -> str:
     """ISO-8601 UTC with milliseconds: two fetches of one list never share an instant."""
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
