@@ -210,3 +210,69 @@ def test_archive_keeps_each_body_once_and_gives_it_back_byte_for_byte(tmp_path: 
         assert not list((tmp_path / "bodies").rglob("*.gz"))
     finally:
         archive.close()
+
+
+OLD_SCHEMA = """
+CREATE TABLE trending_observations (observed_at TEXT NOT NULL, period TEXT NOT NULL,
+  trending_language TEXT NOT NULL, rank INTEGER NOT NULL, full_name TEXT NOT NULL,
+  stars INTEGER, forks INTEGER, period_stars INTEGER, language TEXT, description TEXT,
+  PRIMARY KEY (period, trending_language, observed_at, rank)) WITHOUT ROWID;
+CREATE INDEX observations_by_time ON trending_observations (observed_at);
+CREATE TABLE trending_history (full_name TEXT NOT NULL, period TEXT NOT NULL,
+  trending_language TEXT NOT NULL, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL,
+  observations INTEGER NOT NULL, best_rank INTEGER NOT NULL, stars_first INTEGER,
+  stars_last INTEGER, PRIMARY KEY (full_name, period, trending_language)) WITHOUT ROWID;
+CREATE INDEX history_by_first_seen ON trending_history (period, trending_language, first_seen);
+"""
+
+
+def test_a_catalog_of_the_earlier_schema_is_migrated_keeping_every_observation(
+        tmp_path: Path) -> None:
+    from runner.dataset.build import build_catalog
+    from scraper.layout import DataLayout
+
+    layout = DataLayout(tmp_path / "data")
+    layout.root.mkdir()
+    old = sqlite3.connect(layout.catalog_db)
+    old.executescript(OLD_SCHEMA)
+    rows = [("2026-11-30T10:00:00.000Z", "daily", "", 1, "a/one", 10, 1, 5, "Go", "x"),
+            ("2026-11-30T10:00:00.000Z", "daily", "", 2, "b/two", 8, 0, 2, None, None),
+            ("2026-11-30T10:01:00.000Z", "daily", "", 1, "a/one", 10, 1, 5, "Go", "x"),
+            ("2026-11-30T10:01:00.000Z", "daily", "", 2, "b/two", 8, 0, 2, None, None),
+            ("2026-11-30T10:02:00.000Z", "daily", "", 1, "b/two", 9, 0, 3, None, None)]
+    old.executemany("INSERT INTO trending_observations VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    old.executemany("INSERT INTO trending_history VALUES (?,?,?,?,?,?,?,?,?)", [
+        ("a/one", "daily", "", rows[0][0], rows[2][0], 2, 1, 10, 10),
+        ("b/two", "daily", "", rows[1][0], rows[4][0], 3, 1, 8, 9)])
+    old.commit()
+    old.close()
+
+    # A round collected after the upgrade: one more fetch of the same list.
+    items = layout.items_dir("trending")
+    items.mkdir(parents=True)
+    (items / "trending-0of1-20261130T100300Z.jsonl").write_text(json.dumps({
+        "observed_at": "2026-11-30T10:03:00.000Z", "period": "daily",
+        "trending_language": None, "url": "https://github.com/trending?since=daily",
+        "rows": [{"rank": 1, "full_name": "b/two", "description": None, "language": None,
+                  "stars": 9, "forks": 0, "period_stars": 3, "built_by": []}],
+        "spider": "trending", "shard": "0/1", "collected_at": "2026-11-30T10:03:00Z",
+        "content_hash": "0" * 64}) + "\n")
+    build_catalog(layout)
+
+    conn = sqlite3.connect(layout.catalog_db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute(
+            "SELECT observed_at, period, trending_language, rank, full_name, stars, forks, "
+            "period_stars, language, description FROM trending_observations "
+            "WHERE spoken_language_code = '' ORDER BY observed_at, rank").fetchall() == [
+            *rows, ("2026-11-30T10:03:00.000Z", "daily", "", 1, "b/two", 9, 0, 3, None, None)]
+        # Two fetches showed the same page: stored once.
+        assert conn.execute("SELECT count(*) FROM trending_pages").fetchone()[0] == 2
+        assert conn.execute(
+            "SELECT full_name, spoken_language_code, first_seen, last_seen, observations, "
+            "stars_last FROM trending_history ORDER BY full_name").fetchall() == [
+            ("a/one", "", rows[0][0], rows[2][0], 2, 10),
+            ("b/two", "", rows[1][0], "2026-11-30T10:03:00.000Z", 4, 9)]
+    finally:
+        conn.close()

@@ -72,5 +72,5 @@ def _regroup_observations(conn: sqlite3.Connection) -> None:
         if inserted:
             writer.executemany("INSERT INTO trending_page_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                [(page_id, *row) for row in page])
-        writer.execute("INSERT OR IGNORE INTO trending_fetches VALUES (?, ?, ?, ?)",
-                       (list_id, observed_at, page_id, observed_at))
+        writer.execute("INSERT OR IGNORE INTO trending_fetches VALUES (?, ?, ?, NULL)",
+                       (observed_at, list_id, page_id))

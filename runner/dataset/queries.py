@@ -44,6 +44,19 @@ ORDER BY h.first_seen, h.period, h.trending_language, h.spoken_language_code
 """Each list a repository appeared on: first and last seen, the days (UTC dates) it was seen
 there, observations, best rank, stars at entry and at exit."""
 
+NEW_ON_LIST = """
+SELECT h.full_name, h.first_seen, h.best_rank, h.stars_first, r.description, r.language, r.rank
+FROM trending_history h
+JOIN trending_lists l ON l.period = h.period AND l.trending_language = h.trending_language
+ AND l.spoken_language_code = h.spoken_language_code
+LEFT JOIN trending_fetches f ON f.list_id = l.list_id AND f.observed_at = h.first_seen
+LEFT JOIN trending_page_rows r ON r.page_id = f.page_id AND r.full_name = h.full_name
+WHERE h.period = :period AND h.trending_language = :language
+  AND h.spoken_language_code = :spoken
+ORDER BY h.first_seen DESC, h.full_name LIMIT :limit
+""".strip()
+"""A list's newest arrivals (the feeds): each with the row it entered with."""
+
 LONGEST_ON_TRENDING = """
 SELECT full_name, period, trending_language, first_seen, last_seen,
        round(julianday(last_seen) - julianday(first_seen), 2) AS days, observations, best_rank,

@@ -51,14 +51,14 @@ TABLES: tuple[Table, ...] = (
     ), key=("list_id",), rowid=True, unique=("period", "trending_language",
                                               "spoken_language_code")),
     Table("trending_fetches", "Every fetch of a trending list: when, and which page it showed", (
-        ("list_id", "INTEGER NOT NULL", "trending_lists.list_id"),
         ("observed_at", "TEXT NOT NULL",
          "when the page was fetched, ISO-8601 UTC with milliseconds"),
+        ("list_id", "INTEGER NOT NULL", "trending_lists.list_id"),
         ("page_id", "INTEGER NOT NULL", "trending_pages.page_id: the rows it showed"),
-        ("parsed_at", "TEXT NOT NULL",
-         "when its rows were read: observed_at, or the time of a re-parse (python -m runner "
-         "reparse), whose reading supersedes an earlier one"),
-    ), key=("list_id", "observed_at")),
+        ("parsed_at", "TEXT",
+         "when its rows were read, if not when fetched: the time of a re-parse (python -m "
+         "runner reparse), whose reading supersedes an earlier one; null = when fetched"),
+    ), key=("observed_at", "list_id")),
     Table("trending_pages", "Each distinct content a trending page has shown", (
         ("page_id", "INTEGER NOT NULL", "the page content's number in this catalog"),
         ("rows_hash", "TEXT NOT NULL", "sha256 of its rows: identical pages are stored once"),
@@ -171,7 +171,6 @@ TABLE_BY_NAME = {table.name: table for table in TABLES}
 DATA_TABLES = tuple(table.name for table in TABLES if table.data)
 
 INDEXES = (
-    "CREATE INDEX IF NOT EXISTS fetches_by_time ON trending_fetches (observed_at)",
     "CREATE INDEX IF NOT EXISTS fetches_by_page ON trending_fetches (page_id)",
     "CREATE INDEX IF NOT EXISTS page_rows_by_name ON trending_page_rows (full_name)",
     "CREATE INDEX IF NOT EXISTS history_by_first_seen ON trending_history "

@@ -9,7 +9,8 @@ time and its page. Why not runs of identical consecutive observations (first and
 ``observed_at`` and a count): a run cannot be split where a late file (a recovered ``.part``,
 a second process on the same list) or a re-parse of one fetch lands inside it, without the
 times of the fetches it folded together; a reference per fetch keeps the history exact (every
-fetch, at its time) and every merge order-independent, for about 40 bytes per fetch.
+fetch, at its time) and every merge order-independent, for about 80 bytes per fetch
+(``python -m benchmarks.trending_year``).
 
 ``trending_observations`` is a view that gives the rows per fetch as before.
 """
@@ -88,9 +89,11 @@ MERGE_SQL = (
     "AND l.spoken_language_code = s.spoken_language_code "
     "JOIN trending_pages p ON p.rows_hash = s.rows_hash "
     "LEFT JOIN trending_fetches f ON f.list_id = l.list_id AND f.observed_at = s.observed_at "
-    "WHERE f.list_id IS NULL OR (s.parsed_at > f.parsed_at AND p.page_id != f.page_id)",
-    "INSERT INTO trending_fetches SELECT list_id, observed_at, page_id, parsed_at "
-    "FROM temp.fresh WHERE true ON CONFLICT (list_id, observed_at) DO UPDATE SET "
+    "WHERE f.list_id IS NULL OR (s.parsed_at > coalesce(f.parsed_at, f.observed_at) "
+    "AND p.page_id != f.page_id)",
+    "INSERT INTO trending_fetches SELECT observed_at, list_id, page_id, "
+    "nullif(parsed_at, observed_at) FROM temp.fresh WHERE true "
+    "ON CONFLICT (observed_at, list_id) DO UPDATE SET "
     "page_id = excluded.page_id, parsed_at = excluded.parsed_at",
     # History: new fetches folded into each repository's row.
     f"INSERT INTO trending_history ({_HISTORY_COLUMNS}) "
