@@ -7,10 +7,12 @@ WEEK_START = ("(SELECT strftime('%Y-%m-%dT%H:%M:%fZ', max(observed_at), '-7 days
 """Seven days before the last observation: a report of an old catalog still shows its week."""
 
 # Each distinct page of the week once, weighted by how often it was fetched: a year of
-# fetches costs the week's pages, not the week's fetches times 25 rows.
+# fetches costs the week's pages, not the week's fetches times 25 rows. ``+page_id``: grouping
+# through the page index would read every fetch ever made (3.4 s on a year), the time range
+# reads the week's.
 RISERS = f"""
 WITH week AS (SELECT page_id, count(*) AS fetches FROM trending_fetches
-              WHERE observed_at >= {WEEK_START} GROUP BY page_id)
+              WHERE observed_at >= {WEEK_START} GROUP BY +page_id)
 SELECT r.full_name, max(r.stars) - min(r.stars) AS stars_gained, min(r.stars) AS stars_from,
        max(r.stars) AS stars_to, sum(week.fetches) AS observations, min(r.rank) AS best_rank
 FROM week JOIN trending_page_rows r ON r.page_id = week.page_id
