@@ -41,11 +41,25 @@ class Table:
         return [name for name, _, _ in self.columns]
 
 
+_PAGE_ROW = (
+    ("rank", "INTEGER NOT NULL", "position on the page, from 1"),
+    ("full_name", "TEXT NOT NULL", "owner/name"),
+    ("stars", "INTEGER", "stars shown on the page"),
+    ("forks", "INTEGER", "forks shown on the page"),
+    ("period_stars", "INTEGER", "stars gained in the period, as the page says"),
+    ("language", "TEXT", "the repository's main language, as the page says"),
+    ("description", "TEXT", "the repository's description"),
+)
+"""A trending page's row, as a distinct page stores it and the observations view shows it."""
+_LIST = (
+    ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
+    ("trending_language", "TEXT NOT NULL", "the list's language slug; '' for all languages"),
+)
+
 TABLES: tuple[Table, ...] = (
     Table("trending_lists", "The trending lists observed", (
         ("list_id", "INTEGER NOT NULL", "the list's number in this catalog"),
-        ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
-        ("trending_language", "TEXT NOT NULL", "the list's language slug; '' for all languages"),
+        *_LIST,
         ("spoken_language_code", "TEXT NOT NULL",
          "the list's spoken language (GitHub's spoken_language_code); '' for any"),
     ), key=("list_id",), rowid=True, unique=("period", "trending_language",
@@ -65,29 +79,16 @@ TABLES: tuple[Table, ...] = (
     ), key=("page_id",), rowid=True, unique=("rows_hash",)),
     Table("trending_page_rows", "The rows of each distinct trending page", (
         ("page_id", "INTEGER NOT NULL", "trending_pages.page_id"),
-        ("rank", "INTEGER NOT NULL", "position on the page, from 1"),
-        ("full_name", "TEXT NOT NULL", "owner/name"),
-        ("stars", "INTEGER", "stars shown on the page"),
-        ("forks", "INTEGER", "forks shown on the page"),
-        ("period_stars", "INTEGER", "stars gained in the period, as the page says"),
-        ("language", "TEXT", "the repository's main language, as the page says"),
-        ("description", "TEXT", "the repository's description"),
+        *_PAGE_ROW,
     ), key=("page_id", "rank")),
     Table("trending_observations", "Every row of every trending page fetched (a view over "
           "trending_fetches and trending_page_rows)", (
         ("observed_at", "TEXT NOT NULL",
          "when the page was fetched, ISO-8601 UTC with milliseconds; the same for every row of "
          "one page"),
-        ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
-        ("trending_language", "TEXT NOT NULL", "the list's language slug; '' for all languages"),
+        *_LIST,
         ("spoken_language_code", "TEXT NOT NULL", "the list's spoken language; '' for any"),
-        ("rank", "INTEGER NOT NULL", "position on the page, from 1"),
-        ("full_name", "TEXT NOT NULL", "owner/name"),
-        ("stars", "INTEGER", "stars shown on the page"),
-        ("forks", "INTEGER", "forks shown on the page"),
-        ("period_stars", "INTEGER", "stars gained in the period, as the page says"),
-        ("language", "TEXT", "the repository's main language, as the page says"),
-        ("description", "TEXT", "the repository's description"),
+        *_PAGE_ROW,
     ), key=("period", "trending_language", "spoken_language_code", "observed_at", "rank"),
           view="SELECT f.observed_at, l.period, l.trending_language, l.spoken_language_code, "
                "r.rank, r.full_name, r.stars, r.forks, r.period_stars, r.language, "
