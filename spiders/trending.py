@@ -15,6 +15,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
+from scraper.config import trending_entries
 from scraper.drift import DRIFT_ROUNDS, drift_reason, note_drift
 from scraper.items import CollectedItem, TrendingPageItem, TrendingRepoItem
 from scraper.outcome import note_empty_listing
@@ -42,10 +43,15 @@ class TrendingSpider(CollectorSpider):
     def closed(self, reason: str) -> None:
         self.archive.close()
 
+    def start_entries(self) -> list[tuple[str, str, str]]:
+        return trending_entries(self.settings.getlist("TRENDING_LANGUAGES"),
+                                self.settings.getlist("TRENDING_PERIODS"),
+                                self.settings.getlist("TRENDING_SPOKEN_LANGUAGES"))
+
     def listing_url(self, language: str, period: str, spoken: str = "") -> str:
         path = f"/trending/{language}" if language else "/trending"
         query = {"since": period, **({"spoken_language_code": spoken} if spoken else {})}
-        return f"{self.config.github.web_url}{path}?{urlencode(query)}"
+        return f"{self.settings['GITHUB_WEB_URL']}{path}?{urlencode(query)}"
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for language, period, spoken in self.my_entries():
@@ -64,7 +70,7 @@ class TrendingSpider(CollectorSpider):
         period, language = response.meta["period"], response.meta["language"]
         spoken = response.meta.get("spoken", "")
         cap = self.settings.getint("TRENDING_MAX_ROWS")
-        rows = self.parser(response.text, self.config.github.web_url, max_rows=cap + 1)
+        rows = self.parser(response.text, self.settings['GITHUB_WEB_URL'], max_rows=cap + 1)
         if len(rows) > cap:  # GitHub serves 25: this is not a trending page
             self.crawler.stats.inc_value("trending/bad_responses")
             self.logger.error("trending page answered more than %d rows (TRENDING_MAX_ROWS; "

@@ -52,7 +52,8 @@ _REPO_META = ("full_name", "description", "language", "stargazers_count", "forks
 TEMP_DDL = (
     *trending.TEMP_DDL,
     f"CREATE TEMP TABLE IF NOT EXISTS search (id, collected_at, {', '.join(_REPO_META)})",
-    "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title)",
+    "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title, markdown, "
+    "code_blocks, code_blocks_exact, version)",
 )
 
 MERGE_SQL = (
@@ -72,6 +73,9 @@ MERGE_SQL = (
     "INSERT INTO docs_versions SELECT url, content_hash, min(collected_at), title FROM temp.docs "
     "GROUP BY url, content_hash ON CONFLICT (url, content_hash) DO UPDATE SET "
     "first_seen = min(first_seen, excluded.first_seen)",
+    # One content hash is one content: the first line of it loaded says what it says.
+    "INSERT OR IGNORE INTO docs_contents SELECT url, content_hash, title, markdown, code_blocks, "
+    "code_blocks_exact, version FROM temp.docs ORDER BY collected_at",
     "INSERT OR REPLACE INTO docs_pages SELECT v.url, v.title, v.content_hash, a.first_seen, "
     "a.last_changed, a.versions FROM (SELECT url, min(first_seen) AS first_seen, "
     "max(first_seen) AS last_changed, count(*) AS versions FROM docs_versions "
@@ -124,9 +128,18 @@ def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
                 result.bad_lines += bad
             _take_samples(conn, layout)
             if config is not None:
+                from runner.dataset.docsfeeds import write_docs_feeds
                 from runner.dataset.feeds import write_feeds
 
-                write_feeds(conn, layout, config.github.web_url, warn=warn)
+                said: set[str] = set()
+
+                def warn_once(line: str) -> None:  # both kinds of feed need feedgen
+                    if line not in said:
+                        said.add(line)
+                        warn(line)
+
+                write_feeds(conn, layout, config.github.web_url, warn=warn_once)
+                write_docs_feeds(conn, layout, config.docs.start_entries(), warn=warn_once)
         finally:
             conn.close()
     result.seconds = time.monotonic() - started
@@ -168,7 +181,7 @@ class _Buffers:
         "snap": trending.INSERT_SNAP,
         "snaprows": trending.INSERT_SNAPROWS,
         "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
-        "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?)",
+        "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     }
 
     def __init__(self, conn: Any) -> None:
@@ -276,4 +289,9 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
         print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
         return 1
     print(result.describe(layout.catalog_db))
+    if not result.busy:
+        from runner.dataset.fidelity import catalog_fidelity
+
+        for site in catalog_fidelity(layout, config):
+            print(f"docs code fidelity: {site.describe()}")
     return 0

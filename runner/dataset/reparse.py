@@ -41,15 +41,15 @@ def since_date(text: str) -> str:
     return text.rstrip("Z")
 
 
-def trending_settings(config: CollectorConfig, layout: DataLayout) -> Settings:
+def trending_settings(config: CollectorConfig) -> Settings:
     """The settings a ``scrapy crawl trending`` worker of this config runs with."""
     from scrapy.settings import Settings
 
-    from scraper.commands.crawl import collector_settings
+    from scraper.addon import config_settings
 
     settings = Settings()
     settings.setmodule("scraper.settings", priority="project")
-    settings.update(collector_settings(config, layout), priority="project")
+    settings.update(config_settings(config), priority="project")
     settings.setdict(dict(config.trending.settings), priority="spider")
     return settings
 
@@ -74,7 +74,7 @@ def cmd_reparse(args: argparse.Namespace, config: CollectorConfig) -> int:
     from spiders.trending import TrendingSpider
 
     layout = DataLayout(config.data_dir)
-    settings = trending_settings(config, layout)
+    settings = trending_settings(config)
     crawler = Crawler(TrendingSpider, settings)
     archive: PageArchive = load_object(settings["TRENDING_ARCHIVE_STORAGE"]).from_crawler(crawler)
     try:

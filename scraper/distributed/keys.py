@@ -19,6 +19,7 @@ Redis can serve several collectors (or test runs) side by side::
     {p}:{spider}:contenthash           hash  content hash → collected_at: written items
     {p}:{spider}:claim:{hash}          str   worker id holding the hash between process_item
                                              and the item being written; TTL = claim TTL
+    {p}:search:plans                   hash  search query → its slice plan (JSON list)
     {p}:budget:state                   str   the GitHub budget's tables (JSON snapshot)
     {p}:budget:lock                    str   held for one budget transaction
     {p}:budget:etag:{identity}:{sha1}  str   last ETag of a search page; TTL 30 days
@@ -104,6 +105,10 @@ class Keys:
 
     def claim(self, spider: str, digest: str) -> str:
         return self._spider(spider, f"claim:{digest}")
+
+    @property
+    def slice_plans(self) -> str:
+        return f"{self.prefix}:search:plans"
 
     @property
     def budget_state(self) -> str:

@@ -134,7 +134,7 @@ def cluster_status(url: str, prefix: str = REDIS_KEY_PREFIX) -> dict[str, Any]:
                               else None,
                               "next_round_at": float(info["next_round_at"])
                               if "next_round_at" in info else None}
-        from scraper.distributed.budget import read_redis_buckets
+        from scraper.stores.redis.budget import read_redis_buckets
 
         buckets = read_redis_buckets(client, keys)
     except _errors() as exc:

@@ -1,4 +1,4 @@
-"""Content-hash dedup on Redis: the same rule as on one machine, for every machine at once.
+"""``CONTENTHASH_STORAGE`` on Redis: the same rule as on one machine, for every machine at once.
 
 On one machine a hash is stored once its item is written, and an item whose hash is stored (or
 in flight in this process) is dropped. Across machines "in flight" must be shared too, or two
@@ -13,23 +13,19 @@ workers would both write a page that sits under two URLs. So:
 A worker killed between claim and write leaves a claim that lapses after ``CLAIM_TTL``: that
 content is collected by a later round, never lost. A kill between write and confirm may let the
 content be written once more after the claim lapses — the same "duplicate a line, never lose
-one" as on one machine. The rule is :class:`scraper.contenthash.ContentHashDedup`'s; the
-store is per spider for the whole cluster.
+one" as on one machine. The rule is :class:`scraper.contenthash.ContentHashDedup`'s (which
+waits while Redis is away); the store is per spider for the whole cluster.
 """
 
 from __future__ import annotations
 
-import scrapy
-from scrapy import Spider
-from scrapy.exceptions import DropItem
+from scrapy.crawler import Crawler
 
-from scraper.contenthash import ContentHashDedup
-from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
+from scraper.distributed.connection import RedisLink, get_link, process_id
 from scraper.distributed.keys import Keys
 from scraper.distributed.worker import write_behind
 from scraper.distributed.writebehind import WriteBehind
-from scraper.engine import engine_closing
-from scraper.items import is_deduplicated
+from scraper.stores.redis import RedisOutage
 
 # Idempotent for its owner: a claim whose answer was lost (a timeout) is asked again, and
 # must not then find its own claim and drop the item as a duplicate. A hash written before
@@ -50,14 +46,25 @@ return 0
 """
 
 
-class RedisContentHashStore:
+class RedisContentHashStore(RedisOutage):
     def __init__(self, link: RedisLink, keys: Keys, spider: str, writes: WriteBehind, *,
                  owner: str, claim_ttl: int, ignore_before: str = "") -> None:
-        self.link, self.keys, self.spider, self.writes = link, keys, spider, writes
+        self.link, self.keys, self.writes = link, keys, writes
         self.owner = owner
         self.claim_ttl = claim_ttl
-        self.ignore_before = ignore_before
+        self.open_spider(spider, ignore_before)
         self._claim = link.client.register_script(CLAIM)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisContentHashStore:
+        settings = crawler.settings
+        return cls(get_link(settings["REDIS_URL"]), Keys.from_settings(settings), "",
+                   write_behind(crawler), owner=str(process_id()),
+                   claim_ttl=settings.getint("DISTRIBUTED_CLAIM_TTL"))
+
+    def open_spider(self, spider: str, ignore_before: str) -> None:
+        self.spider = spider
+        self.ignore_before = ignore_before
 
     def claim(self, digest: str) -> bool:
         """True if this worker may write the content (raises RedisUnavailable)."""
@@ -78,38 +85,5 @@ class RedisContentHashStore:
     def __contains__(self, digest: str) -> bool:
         return bool(self.link.client.hexists(self.keys.contenthash(self.spider), digest))
 
-    def close(self) -> None:
+    def close_spider(self) -> None:
         """Nothing of its own: writes go through the worker's write-behind."""
-
-
-class RedisContentHashPipeline(ContentHashDedup):
-    store: RedisContentHashStore
-
-    def open_store(self, spider: Spider, ignore_before: str) -> RedisContentHashStore:
-        settings = self.crawler.settings
-        self.link = get_link(settings["REDIS_URL"])
-        return RedisContentHashStore(
-            self.link, Keys.from_settings(settings), spider.name,
-            write_behind(self.crawler), owner=str(process_id()),
-            claim_ttl=settings.getint("DISTRIBUTED_CLAIM_TTL"), ignore_before=ignore_before)
-
-    async def process_item(self, item: scrapy.Item) -> scrapy.Item:  # type: ignore[override]
-        digest = self.stamp(item)
-        if not is_deduplicated(item):
-            return item  # an observation (a page snapshot): recorded every time it is seen
-        if digest in self.in_flight or not await self._claim(digest):
-            self.duplicate(digest)
-        self.in_flight.add(digest)
-        return item
-
-    async def _claim(self, digest: str) -> bool:
-        while True:
-            try:
-                return self.store.claim(digest)
-            except RedisUnavailable:
-                # Pause this item (and, as the scraper fills up, the crawl) until Redis is back;
-                # at a stop, leave the page for the next round instead of risking a duplicate.
-                if not await self.link.wait_until_up(lambda: engine_closing(self.crawler)):
-                    self.stats.inc_value("contenthash/unchecked_at_close")
-                    raise DropItem("Redis unreachable at close: not written; the page is "
-                                   "fetched again next round", log_level="INFO") from None
