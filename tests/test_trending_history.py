@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from runner.outcome import shard_health, unhealthy_spiders
+from runner.state import SlotRecord
 from scraper.config import HealthConfig
 from scraper.drift import drift_reason
-from scraper.statefile import SlotRecord, WorkerRecord
+from scraper.statefile import WorkerRecord
 from scraper.stores.archive import (
     ArchivedPage,
     FilesystemPageArchive,
