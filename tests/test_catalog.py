@@ -469,10 +469,12 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
         assert list(spec["columns"]) == columns, table
         assert spec["title"] and all(spec["columns"].values())
     assert set(database["queries"]) == {"rising_this_week", "longest_on_trending",
-                                        "recently_changed_docs"}
-    results = {name: conn.execute(query["sql"]).fetchall()
-               for name, query in database["queries"].items()}
+                                        "when_was_it_trending", "recently_changed_docs"}
+    (name,) = conn.execute("SELECT full_name FROM trending_history LIMIT 1").fetchone()
+    results = {query_name: conn.execute(query["sql"], {"full_name": name}).fetchall()
+               for query_name, query in database["queries"].items()}
     assert results["rising_this_week"] and results["longest_on_trending"]
+    assert results["when_was_it_trending"]
     assert results["recently_changed_docs"]  # the docs generation changed every page
 
 
