@@ -8,6 +8,8 @@ kept across rounds and runner restarts) and the runner's slot for it. It is unhe
   carried data (2xx, or a 304),
 - ``empty``: its listing pages (trending, a search page) parsed to zero rows: a markup change,
   or an error page served with status 200,
+- ``drift``: its listing pages still parse to rows, but the rows lost a field the same list
+  had in its last rounds, or half its rows (:mod:`scraper.drift`): a markup change,
 - ``hung``: its round has run longer than ``health.max_round`` (a hung or SIGSTOPped worker).
 
 A spider is unhealthy when all its shards are, or when one of them is hung (only a restart
@@ -26,7 +28,7 @@ from scraper.outcome import empty_reason
 from scraper.statefile import WorkerRecord
 from scraper.units import format_duration
 
-UNHEALTHY = ("failing", "empty", "hung")
+UNHEALTHY = ("failing", "empty", "drift", "hung")
 NO_DATA = "no answer carried data"
 
 
@@ -34,7 +36,8 @@ NO_DATA = "no answer carried data"
 class ShardHealth:
     spider: str
     shard: str
-    verdict: str  # ok / new (no round yet) / no-data (not yet failing) / failing / empty / hung
+    verdict: str  # ok / new (no round yet) / no-data (not yet failing) / failing / empty /
+    #               drift / hung
     reason: str = ""  # for an unhealthy one: what is wrong, one line
 
     @property
@@ -56,6 +59,8 @@ def shard_health(slot: SlotRecord, record: WorkerRecord | None, health: HealthCo
     if record.empty_listings:
         return ShardHealth(slot.spider, slot.shard, "empty",
                            empty_reason(record.empty_listing_url))
+    if record.drift_listings:
+        return ShardHealth(slot.spider, slot.shard, "drift", record.drift or "markup drift")
     if record.failed_rounds:
         verdict = "failing" if record.failed_rounds >= health.failed_rounds else "no-data"
         return ShardHealth(slot.spider, slot.shard, verdict,
@@ -80,8 +85,12 @@ def unhealthy_spiders(shards: Iterable[ShardHealth],
         if not all(s.unhealthy for s in mine):
             continue
         empty = [s for s in mine if s.verdict == "empty"]
+        drifted = [s for s in mine if s.verdict == "drift"]
         if empty:
             result[spider] = ("empty", f"{spider} {len(empty)}/{n} shards: {empty[0].reason}")
+        elif drifted:
+            result[spider] = ("drift", f"{spider} {len(drifted)}/{n} shards: "
+                                       f"{drifted[0].reason}")
         else:
             reason = next((s.reason for s in mine if s.reason != NO_DATA), NO_DATA)
             result[spider] = ("failing", f"{spider} {n}/{n} shards fetched nothing in "
@@ -97,6 +106,8 @@ def round_failed(record: WorkerRecord | None) -> str | None:
         return "left no state file"
     if record.empty_listings:
         return empty_reason(record.empty_listing_url)
+    if record.drift_listings:
+        return record.drift or "markup drift"
     if record.requests and not record.ok:
         plural = "s" if record.requests != 1 else ""
         return f"fetched nothing in {record.requests} request{plural} " \

@@ -63,6 +63,8 @@ def config_settings(config: CollectorConfig) -> dict[str, Any]:
         "ROUND_INTERVAL": config.round_interval,
         "TRENDING_LANGUAGES": list(config.trending.languages),
         "TRENDING_PERIODS": list(config.trending.periods),
+        "TRENDING_SPOKEN_LANGUAGES": list(config.trending.spoken_languages),
+        "TRENDING_ARCHIVE_RETENTION": config.trending.archive_retention,
         "SEARCH_QUERIES": list(config.search.queries),
         "SEARCH_SORT": config.search.sort,
         "SEARCH_PER_PAGE": config.search.per_page,

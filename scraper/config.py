@@ -47,6 +47,7 @@ TOP_LEVEL_KEYS = (
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
+_SPOKEN_RE = re.compile(r"^(?:[a-z]{2})?$")
 _SETTING_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -112,15 +113,23 @@ class TrendingConfig:
     weight: int = 1
     languages: tuple[str, ...] = tuple(defaults.TRENDING_LANGUAGES)
     periods: tuple[str, ...] = tuple(defaults.TRENDING_PERIODS)
+    spoken_languages: tuple[str, ...] = tuple(defaults.TRENDING_SPOKEN_LANGUAGES)
+    archive_retention: float | None = defaults.TRENDING_ARCHIVE_RETENTION
+    """Seconds a raw page stays in the archive; None = forever (the pages are what a parser
+    fix re-reads)."""
     settings: Mapping[str, Any] = field(default_factory=dict)
 
-    def start_entries(self) -> list[tuple[str, str]]:
-        return trending_entries(self.languages, self.periods)
+    def start_entries(self) -> list[tuple[str, str, str]]:
+        return trending_entries(self.languages, self.periods, self.spoken_languages)
 
 
-def trending_entries(languages: Sequence[str], periods: Sequence[str]) -> list[tuple[str, str]]:
-    """(language, period) pairs: languages × periods, in config order."""
-    return [(language, period) for language in languages for period in periods]
+def trending_entries(languages: Sequence[str], periods: Sequence[str],
+                     spoken_languages: Sequence[str] = ("",)) -> list[tuple[str, str, str]]:
+    """(language, period, spoken language) triples: languages × periods × spoken languages,
+    in config order (with the default ``[""]`` the shards of earlier versions keep their
+    lists)."""
+    return [(language, period, spoken) for language in languages for period in periods
+            for spoken in spoken_languages]
 
 
 @dataclass(frozen=True, slots=True)
@@ -546,6 +555,10 @@ def _trending(r: _Reader, path: str, value: Any) -> TrendingConfig:
             "(\"\" for all languages)")),
         "periods": lambda path, value: r.items(path, value,
                                                lambda p, v: r.choice(p, v, PERIODS)),
+        "spoken_languages": lambda path, value: r.items(path, value, lambda p, v: r.text(
+            p, v, _SPOKEN_RE, "a two-letter ISO 639-1 code such as en or zh, as GitHub's "
+            "spoken_language_code takes it (\"\" for any spoken language)")),
+        "archive_retention": _optional(r.positive_duration),
     })
 
 

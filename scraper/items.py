@@ -19,9 +19,12 @@ from scrapy import Field
 from scraper.versions import url_version
 
 
-def ContentField(hashed: Callable[[Any, scrapy.Item], Any] | None = None) -> Field:
-    """A content field; ``hashed(value, item)``, if given, is what the hash takes of it."""
-    return Field(content=True, hashed=hashed)
+def ContentField(hashed: Callable[[Any, scrapy.Item], Any] | None = None, *,
+                 unhashed_when_none: bool = False) -> Field:
+    """A content field; ``hashed(value, item)``, if given, is what the hash takes of it.
+    ``unhashed_when_none``: a field added later, left out of the hash while it is None, so
+    the items of earlier versions keep their hashes (and are not written again)."""
+    return Field(content=True, hashed=hashed, unhashed_when_none=unhashed_when_none)
 
 
 def site_relative_links(markdown: Any, item: scrapy.Item) -> Any:
@@ -64,6 +67,7 @@ class TrendingRepoItem(CollectedItem):
     period_stars = ContentField()
     period = ContentField()
     trending_language = ContentField()
+    spoken_language_code = ContentField(unhashed_when_none=True)  # None: any spoken language
     built_by = ContentField()
     rank = Field()           # position on the page: changes without the repository changing
 
@@ -79,9 +83,14 @@ class TrendingPageItem(CollectedItem):
     observed_at = Field()    # ISO-8601 UTC with milliseconds: when this page was fetched
     period = ContentField()
     trending_language = ContentField()
+    spoken_language_code = ContentField(unhashed_when_none=True)  # None: any spoken language
     url = ContentField()
     rows = ContentField()    # [{rank, full_name, description, language, stars, forks,
     #                            period_stars, built_by}, …] in page order
+    archive_sha256 = Field()  # the archived body this was read from (scraper/stores/archive.py)
+    parser_version = Field()  # what read it (scraper.parsers.trending.PARSER_VERSION)
+    parsed_at = Field()      # when it was read: observed_at, or the time of a reparse, which
+    #                          supersedes an earlier reading of the same fetch in the catalog
 
 
 class SearchRepoItem(CollectedItem):
@@ -139,7 +148,11 @@ def content_hash(item: scrapy.Item) -> str:
     """sha256 of the item's content fields, as canonical JSON (sorted keys, no spaces)."""
     content: dict[str, Any] = {}
     for name in content_fields(item):
-        hashed = item.fields[name].get("hashed")
-        content[name] = hashed(item.get(name), item) if hashed else item.get(name)
+        meta = item.fields[name]
+        value = item.get(name)
+        if value is None and meta.get("unhashed_when_none"):
+            continue
+        hashed = meta.get("hashed")
+        content[name] = hashed(value, item) if hashed else value
     canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

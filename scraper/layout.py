@@ -19,6 +19,8 @@
     {data_dir}/state/search_slices.sqlite                       search queries' slice plans
     {data_dir}/catalog.sqlite, catalog-metadata.json            the dataset, its viewer metadata
     {data_dir}/feeds/trending-{period}-{language or all}.atom   new arrivals on each list
+    {data_dir}/archive/{spider}/{sha[:2]}/{sha256}.gz           archived pages, each body once
+    {data_dir}/state/archive/{spider}.sqlite                    every fetch of an archived page
     {data_dir}/logs/catalog.log, state/catalog.lock             the catalog builds'
 
 Everything under ``state/`` is created private to the user (see :mod:`scraper.statefile`).
@@ -194,6 +196,14 @@ class DataLayout:
     @property
     def feeds_dir(self) -> Path:
         return self.root / "feeds"
+
+    def archive_dir(self, spider: str) -> Path:
+        """Archived page bodies, one gzip file per distinct body (scraper/stores/archive.py)."""
+        return self.root / "archive" / spider
+
+    def archive_db(self, spider: str) -> Path:
+        """The archive's record of every fetch, naming each fetch's body by sha256."""
+        return self.state_dir / "archive" / f"{spider}.sqlite"
 
 def _shard_named(directory: Path, spider: str, suffix: str) -> list[Path]:
     """Entries of ``directory`` named exactly ``{spider}-{i}of{N}{suffix}``."""

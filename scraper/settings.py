@@ -54,8 +54,11 @@ nothing on the CPU-bound one (benchmarks/README.md)."""
 
 # --- the spiders' start lists and options (config ``spiders.*``) ---------------------------------
 TRENDING_LANGUAGES = ["", "python", "rust", "go"]
-"""GitHub language slugs; "" = all languages. The start list is languages × periods."""
+"""GitHub language slugs; "" = all languages. The start list is languages × periods × spoken
+languages."""
 TRENDING_PERIODS = ["daily", "weekly", "monthly"]
+TRENDING_SPOKEN_LANGUAGES = [""]
+"""GitHub's spoken_language_code filter: "" = any spoken language, else ISO 639-1 codes."""
 SEARCH_QUERIES = ["topic:web-scraping", "language:python stars:>5000"]
 SEARCH_SORT = "stars"
 SEARCH_PER_PAGE = 100
@@ -197,6 +200,16 @@ DOCS_MAX_ELEMENTS = 150_000
 """HTML elements a docs page may hold (a real page has a few thousand; 100,000 list items
 pass). Counted on the bytes before parsing; a page with more is not collected, one ERROR line:
 its tree and Markdown would take a worker past 200 MB."""
+TRENDING_PARSER = "scraper.parsers.trending.parse_trending"
+"""What reads a trending page into rows (``python -m runner reparse`` reads the archive with
+it too); its module's ``PARSER_VERSION`` is recorded with every page it reads."""
+TRENDING_ARCHIVE_STORAGE = "scraper.stores.archive.FilesystemPageArchive"
+"""The page archive (scraper/stores/archive.py, the ``PageArchive`` protocol): every fetched
+trending page as served, each body once. Local to the box that fetched the page, in the
+distributed mode too."""
+TRENDING_ARCHIVE_RETENTION = None
+"""Seconds an archived page is kept; None = forever. ``scrapy crawl`` sets it from the config's
+``spiders.trending.archive_retention``."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""

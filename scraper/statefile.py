@@ -119,6 +119,8 @@ class WorkerRecord:
     first_error: str | None = None  # the first failure's cause, one readable line
     empty_listings: int = 0  # listing pages that parsed to zero rows
     empty_listing_url: str | None = None  # the first of them
+    drift_listings: int = 0  # pages whose rows lost what the list had (scraper/drift.py)
+    drift: str | None = None  # the first of them, one line: "markup drift: URL: what"
     # Kept across rounds and runner restarts: each round starts from the previous file's.
     items_total: int = 0  # items stored by this spider-shard, this round included
     failed_rounds: int = 0  # rounds in a row that sent requests and got no ok answer

@@ -210,7 +210,8 @@ def test_history_agrees_with_the_observations(built: Collected) -> None:
         (name, period, language): {"first_seen": first, "last_seen": last, "observations": n,
                                    "best_rank": best, "stars_first": s1, "stars_last": s2}
         for name, period, language, first, last, n, best, s1, s2 in conn.execute(
-            "SELECT * FROM trending_history")}
+            "SELECT full_name, period, trending_language, first_seen, last_seen, observations, "
+            "best_rank, stars_first, stars_last FROM trending_history")}
     assert history == expected
     # Rows that left the list (generation 2, then 5) were last seen before the end.
     last_round = max(row[0] for row in conn.execute("SELECT observed_at FROM "
@@ -468,10 +469,12 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
         assert list(spec["columns"]) == columns, table
         assert spec["title"] and all(spec["columns"].values())
     assert set(database["queries"]) == {"rising_this_week", "longest_on_trending",
-                                        "recently_changed_docs"}
-    results = {name: conn.execute(query["sql"]).fetchall()
-               for name, query in database["queries"].items()}
+                                        "when_was_it_trending", "recently_changed_docs"}
+    (name,) = conn.execute("SELECT full_name FROM trending_history LIMIT 1").fetchone()
+    results = {query_name: conn.execute(query["sql"], {"full_name": name}).fetchall()
+               for query_name, query in database["queries"].items()}
     assert results["rising_this_week"] and results["longest_on_trending"]
+    assert results["when_was_it_trending"]
     assert results["recently_changed_docs"]  # the docs generation changed every page
 
 

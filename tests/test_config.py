@@ -29,7 +29,8 @@ EXAMPLE = REPO_ROOT / "collector.example.yaml"
 INVALID = [
     ("unknown-top-key", "colour: blue\n", "colour", None, "expected one of data_dir, github"),
     ("unknown-nested-key", "spiders:\n  trending:\n    langs: [python]\n",
-     "spiders.trending.langs", None, "expected one of weight, languages, periods, settings"),
+     "spiders.trending.langs", None,
+     "expected one of weight, languages, periods, spoken_languages, archive_retention, settings"),
     ("unknown-spider", "spiders:\n  stars: {}\n", "spiders.stars", None,
      "expected one of trending, search, docs"),
     ("unknown-github-key", "github:\n  token: abc\n", "github.token", None, "token_env"),
@@ -225,9 +226,8 @@ round_interval: 30m
     assert config.github.web_url == "http://127.0.0.1:8080"  # trailing slash dropped
     assert config.github.token_env == "MY_TOKEN"
     assert config.trending.start_entries() == [
-        ("", "weekly"), ("", "daily"), ("c%23", "weekly"), ("c%23", "daily"),
-        ("c++", "weekly"), ("c++", "daily"), ("python", "weekly"), ("python", "daily"),
-    ]
+        (language, period, "") for language in ("", "c%23", "c++", "python")
+        for period in ("weekly", "daily")]
     assert dict(config.trending.settings) == {"DOWNLOAD_DELAY": 0.5,
                                               "AUTOTHROTTLE_ENABLED": False}
     assert config.search.per_page == 1

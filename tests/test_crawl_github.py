@@ -30,8 +30,9 @@ ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 TOKEN = "secret-token"
 TRENDING_FIELDS = {"full_name", "owner", "name", "url", "description", "language", "stars",
                    "forks", "period_stars", "period", "trending_language", "rank", "built_by",
-                   "spider", "shard", "collected_at", "content_hash"}
+                   "spoken_language_code", "spider", "shard", "collected_at", "content_hash"}
 SNAPSHOT_FIELDS = {"observed_at", "period", "trending_language", "url", "rows", "spider", "shard",
+                   "spoken_language_code", "archive_sha256", "parser_version", "parsed_at",
                    "collected_at", "content_hash"}
 ISO_UTC_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SEARCH_FIELDS = {"id", "full_name", "html_url", "description", "language", "stargazers_count",

@@ -25,16 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.dataset import trending
 from runner.dataset.records import (
     BadRecord,
     docs_row,
     is_page_snapshot,
-    observation_rows,
+    page_snapshot,
     parse_line,
     search_row,
     stamp,
 )
-from runner.dataset.schema import TABLE_BY_NAME, connect
+from runner.dataset.schema import connect
 from runner.ops.joblock import exclusive_or_skip
 from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
@@ -47,43 +48,18 @@ CHUNK = 2000
 WARNINGS_PER_FILE = 5
 """Bad lines named one by one in a file; the rest are counted in one more line."""
 
-_OBS_COLS = TABLE_BY_NAME["trending_observations"].column_names
 _REPO_META = ("full_name", "description", "language", "stargazers_count", "forks_count",
               "topics", "license", "created_at", "pushed_at", "archived")
 
 TEMP_DDL = (
-    f"CREATE TEMP TABLE IF NOT EXISTS obs ({', '.join(_OBS_COLS)}, "
-    "PRIMARY KEY (period, trending_language, observed_at, rank))",
-    "CREATE INDEX IF NOT EXISTS temp.obs_by_repo "
-    "ON obs (full_name, period, trending_language, observed_at)",
+    *trending.TEMP_DDL,
     f"CREATE TEMP TABLE IF NOT EXISTS search (id, collected_at, {', '.join(_REPO_META)})",
     "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title, markdown, "
     "code_blocks, code_blocks_exact, version)",
 )
 
-_STARS_AT = ("(SELECT stars FROM temp.obs o WHERE o.full_name = g.full_name "
-             "AND o.period = g.period AND o.trending_language = g.trending_language "
-             "AND o.observed_at = g.{0} ORDER BY o.rank LIMIT 1)")
 MERGE_SQL = (
-    # Observations: a line loaded before (a duplicated line) adds nothing.
-    "DELETE FROM temp.obs WHERE EXISTS (SELECT 1 FROM main.trending_observations o "
-    "WHERE o.period = obs.period AND o.trending_language = obs.trending_language "
-    "AND o.observed_at = obs.observed_at AND o.rank = obs.rank)",
-    "INSERT INTO main.trending_observations SELECT * FROM temp.obs",
-    # History: this file's new observations folded into each repository's row.
-    "INSERT INTO trending_history SELECT g.full_name, g.period, g.trending_language, "
-    "g.first_seen, g.last_seen, g.n, g.best, " + _STARS_AT.format("first_seen") + ", "
-    + _STARS_AT.format("last_seen") + " FROM (SELECT full_name, period, trending_language, "
-    "min(observed_at) AS first_seen, max(observed_at) AS last_seen, count(*) AS n, "
-    "min(rank) AS best FROM temp.obs GROUP BY full_name, period, trending_language) g "
-    "WHERE true ON CONFLICT (full_name, period, trending_language) DO UPDATE SET "
-    "stars_first = iif(excluded.first_seen < first_seen, excluded.stars_first, stars_first), "
-    "first_seen = min(first_seen, excluded.first_seen), "
-    "stars_last = iif(excluded.last_seen > last_seen, excluded.stars_last, stars_last), "
-    "last_seen = max(last_seen, excluded.last_seen), "
-    "observations = observations + excluded.observations, "
-    "best_rank = min(best_rank, excluded.best_rank)",
-    "DELETE FROM temp.obs",
+    *trending.MERGE_SQL,
     # Search results: every star count, and the latest metadata per repository.
     "INSERT OR IGNORE INTO repo_stars SELECT id, collected_at, stargazers_count FROM temp.search",
     f"INSERT INTO repos SELECT id, {', '.join(_REPO_META)}, first_seen, collected_at FROM "
@@ -228,7 +204,8 @@ class _Buffers:
     """Rows waiting for ``executemany``, flushed every :data:`CHUNK` rows."""
 
     SQL = {
-        "obs": f"INSERT OR IGNORE INTO temp.obs VALUES ({', '.join('?' * len(_OBS_COLS))})",
+        "snap": trending.INSERT_SNAP,
+        "snaprows": trending.INSERT_SNAPROWS,
         "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
         "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     }
@@ -265,7 +242,10 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
                 if not isinstance(record, dict):
                     raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
                 if is_page_snapshot(record):
-                    buffers.add("obs", observation_rows(record))
+                    key, rows = page_snapshot(record)
+                    rows_hash = trending.page_hash(rows)
+                    buffers.add("snaprows", [(rows_hash, *row) for row in rows])
+                    buffers.add("snap", [(*key, rows_hash)])
                     continue
                 spider = record.get("spider")
                 if spider == "search":

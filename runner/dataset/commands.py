@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runner.dataset import build, export, report, viewer
+from runner.dataset import build, export, history, reparse, report, viewer
 
 
 def dataset_commands() -> list[tuple[str, Callable[..., None]]]:
     return [("catalog", build.register), ("export", export.register),
-            ("report", report.register), ("view", viewer.register)]
+            ("report", report.register), ("view", viewer.register),
+            ("reparse", reparse.register), ("history", history.register)]

@@ -1,5 +1,6 @@
-"""Atom feeds: ``{data_dir}/feeds/trending-{period}-{language or all}.atom``, one entry per
-repository newly on that trending list, rewritten from the catalog after each build.
+"""Atom feeds: ``{data_dir}/feeds/trending-{period}-{language or all}.atom`` (and
+``…-{spoken language}.atom`` for a list of one spoken language), one entry per repository newly
+on that trending list, rewritten from the catalog after each build.
 
 Written with feedgen (the ``feeds`` extra): a maintained library that gets Atom's required
 elements and escaping right, on lxml, which Scrapy already brings. It is an extra rather than a
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from runner.dataset.queries import NEW_ON_LIST
 from scraper.layout import DataLayout
 
 FEED_ENTRIES = 50
@@ -24,15 +26,15 @@ FEED_ENTRIES = 50
 FEEDS_HINT = "feeds not written: feedgen is not installed (pip install -e '.[feeds]')"
 
 
-def feed_name(period: str, language: str) -> str:
-    return f"trending-{period}-{language or 'all'}.atom"
+def feed_name(period: str, language: str, spoken: str = "") -> str:
+    return f"trending-{period}-{language or 'all'}{f'-{spoken}' if spoken else ''}.atom"
 
 
 def write_feeds(conn: Any, layout: DataLayout, web_url: str, *,
                 warn: Callable[[str], None]) -> list[Path]:
     """Rewrite every trending list's feed; returns the files written."""
-    lists = conn.execute("SELECT DISTINCT period, trending_language FROM trending_history "
-                         "ORDER BY 1, 2").fetchall()
+    lists = conn.execute("SELECT period, trending_language, spoken_language_code "
+                         "FROM trending_lists ORDER BY 1, 2, 3").fetchall()
     if not lists:
         return []
     if importlib.util.find_spec("feedgen") is None:
@@ -41,40 +43,39 @@ def write_feeds(conn: Any, layout: DataLayout, web_url: str, *,
     directory = layout.feeds_dir
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for period, language in lists:
-        entries = conn.execute(
-            "SELECT h.full_name, h.first_seen, h.best_rank, h.stars_first, o.description, "
-            "o.language, o.rank FROM trending_history h LEFT JOIN trending_observations o "
-            "ON o.period = h.period AND o.trending_language = h.trending_language "
-            "AND o.observed_at = h.first_seen AND o.full_name = h.full_name "
-            "WHERE h.period = ? AND h.trending_language = ? "
-            "ORDER BY h.first_seen DESC, h.full_name LIMIT ?",
-            (period, language, FEED_ENTRIES)).fetchall()
-        path = directory / feed_name(period, language)
-        _replace(path, render_feed(period, language, entries, web_url))
+    for period, language, spoken in lists:
+        entries = conn.execute(NEW_ON_LIST, {"period": period, "language": language,
+                                             "spoken": spoken, "limit": FEED_ENTRIES}).fetchall()
+        path = directory / feed_name(period, language, spoken)
+        _replace(path, render_feed(period, language, entries, web_url, spoken))
         written.append(path)
     return written
 
 
 def render_feed(period: str, language: str, entries: list[tuple[Any, ...]],
-                web_url: str) -> bytes:
+                web_url: str, spoken: str = "") -> bytes:
     from feedgen.feed import FeedGenerator
 
     label = f"{period} trending, {language or 'all languages'}"
+    list_id = quote(language or 'all', safe='')
+    query = f"?since={period}"
+    if spoken:  # lists of any spoken language keep the ids of earlier versions
+        label += f", spoken language {spoken}"
+        list_id += f":{spoken}"
+        query += f"&spoken_language_code={spoken}"
     list_url = f"{web_url}/trending/{language}" if language else f"{web_url}/trending"
     feed = FeedGenerator()
-    feed.id(f"urn:hubcollect:trending:{period}:{quote(language or 'all', safe='')}")
+    feed.id(f"urn:hubcollect:trending:{period}:{list_id}")
     feed.title(f"New on GitHub {label}")
     feed.subtitle(f"Repositories newly on the GitHub {label} list, as hubcollect saw them")
     feed.author({"name": "hubcollect"})
-    feed.link(href=f"{list_url}?since={period}", rel="alternate")
+    feed.link(href=f"{list_url}{query}", rel="alternate")
     feed.language("en")
     # Newest first in the feed: feedgen writes entries in reverse order of adding.
     for full_name, first_seen, best_rank, stars, description, repo_language, rank in \
             reversed(entries):
         entry = feed.add_entry()
-        entry.id(f"urn:hubcollect:trending:{period}:{quote(language or 'all', safe='')}:"
-                 f"{full_name}:{first_seen}")
+        entry.id(f"urn:hubcollect:trending:{period}:{list_id}:{full_name}:{first_seen}")
         entry.title(f"{full_name} is on {label} (#{rank or best_rank})")
         entry.link(href=f"{web_url}/{full_name}", rel="alternate")
         entry.updated(first_seen)

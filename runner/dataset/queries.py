@@ -3,26 +3,61 @@
 from __future__ import annotations
 
 WEEK_START = ("(SELECT strftime('%Y-%m-%dT%H:%M:%fZ', max(observed_at), '-7 days') "
-              "FROM trending_observations)")
+              "FROM trending_fetches)")
 """Seven days before the last observation: a report of an old catalog still shows its week."""
 
+# Each distinct page of the week once, weighted by how often it was fetched: a year of
+# fetches costs the week's pages, not the week's fetches times 25 rows. ``+page_id``: grouping
+# through the page index would read every fetch ever made (3.4 s on a year), the time range
+# reads the week's.
 RISERS = f"""
-SELECT full_name, max(stars) - min(stars) AS stars_gained, min(stars) AS stars_from,
-       max(stars) AS stars_to, count(DISTINCT observed_at) AS observations,
-       min(rank) AS best_rank
-FROM trending_observations
-WHERE observed_at >= {WEEK_START} AND stars IS NOT NULL
-GROUP BY full_name
-ORDER BY stars_gained DESC, best_rank, full_name
+WITH week AS (SELECT page_id, count(*) AS fetches FROM trending_fetches
+              WHERE observed_at >= {WEEK_START} GROUP BY +page_id)
+SELECT r.full_name, max(r.stars) - min(r.stars) AS stars_gained, min(r.stars) AS stars_from,
+       max(r.stars) AS stars_to, sum(week.fetches) AS observations, min(r.rank) AS best_rank
+FROM week JOIN trending_page_rows r ON r.page_id = week.page_id
+WHERE r.stars IS NOT NULL
+GROUP BY r.full_name
+ORDER BY stars_gained DESC, best_rank, r.full_name
 LIMIT :limit
 """.strip()
 """The repositories whose star count rose most over the last 7 days of observations."""
 
 STAR_CURVE = f"""
-SELECT observed_at, max(stars) FROM trending_observations
-WHERE full_name = :full_name AND observed_at >= {WEEK_START}
-GROUP BY observed_at ORDER BY observed_at
+SELECT f.observed_at, max(r.stars) FROM trending_page_rows r
+JOIN trending_fetches f ON f.page_id = r.page_id
+WHERE r.full_name = :full_name AND f.observed_at >= {WEEK_START}
+GROUP BY f.observed_at ORDER BY f.observed_at
 """.strip()
+
+WHEN_TRENDING = """
+SELECT h.period, h.trending_language, h.spoken_language_code, h.first_seen, h.last_seen,
+       (SELECT count(DISTINCT substr(f.observed_at, 1, 10)) FROM trending_page_rows r
+        JOIN trending_fetches f ON f.page_id = r.page_id
+        JOIN trending_lists l ON l.list_id = f.list_id
+        WHERE r.full_name = h.full_name AND l.period = h.period
+          AND l.trending_language = h.trending_language
+          AND l.spoken_language_code = h.spoken_language_code) AS days,
+       h.observations, h.best_rank, h.stars_first, h.stars_last
+FROM trending_history h
+WHERE h.full_name = :full_name
+ORDER BY h.first_seen, h.period, h.trending_language, h.spoken_language_code
+""".strip()
+"""Each list a repository appeared on: first and last seen, the days (UTC dates) it was seen
+there, observations, best rank, stars at entry and at exit."""
+
+NEW_ON_LIST = """
+SELECT h.full_name, h.first_seen, h.best_rank, h.stars_first, r.description, r.language, r.rank
+FROM trending_history h
+JOIN trending_lists l ON l.period = h.period AND l.trending_language = h.trending_language
+ AND l.spoken_language_code = h.spoken_language_code
+LEFT JOIN trending_fetches f ON f.list_id = l.list_id AND f.observed_at = h.first_seen
+LEFT JOIN trending_page_rows r ON r.page_id = f.page_id AND r.full_name = h.full_name
+WHERE h.period = :period AND h.trending_language = :language
+  AND h.spoken_language_code = :spoken
+ORDER BY h.first_seen DESC, h.full_name LIMIT :limit
+""".strip()
+"""A list's newest arrivals (the feeds): each with the row it entered with."""
 
 LONGEST_ON_TRENDING = """
 SELECT full_name, period, trending_language, first_seen, last_seen,

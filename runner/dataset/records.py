@@ -58,20 +58,25 @@ def is_page_snapshot(record: dict[str, Any]) -> bool:
     return "rows" in record
 
 
-def observation_rows(record: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """A trending page snapshot → its ``trending_observations`` rows."""
+def page_snapshot(record: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+    """A trending page snapshot → ((period, trending_language, spoken_language_code,
+    observed_at, parsed_at), its rows as ``runner.dataset.trending.ROW_COLUMNS`` tuples)."""
     observed_at = stamp(record, "observed_at")
+    # Snapshots of earlier versions name no parse: read when fetched.
+    parsed_at = stamp(record, "parsed_at") if record.get("parsed_at") is not None \
+        else observed_at
     period = _field(record, "period", str, "daily, weekly or monthly")
     language = _field(record, "trending_language", str, "a language slug or null",
                       optional=True) or ""
+    spoken = _field(record, "spoken_language_code", str, "a spoken language code or null",
+                    optional=True) or ""
     rows = _field(record, "rows", list, "a list of rows")
     out = []
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise BadRecord(f"rows[{i}]: {row!r:.60} is not an object")
         try:
-            out.append((observed_at, period, language,
-                        _field(row, "rank", int, "a rank (integer)"),
+            out.append((_field(row, "rank", int, "a rank (integer)"),
                         _field(row, "full_name", str, "owner/name"),
                         _field(row, "stars", int, "an integer", optional=True),
                         _field(row, "forks", int, "an integer", optional=True),
@@ -80,7 +85,8 @@ def observation_rows(record: dict[str, Any]) -> list[tuple[Any, ...]]:
                         _field(row, "description", str, "text", optional=True)))
         except BadRecord as exc:
             raise BadRecord(f"rows[{i}].{exc}") from None
-    return out
+    out.sort()
+    return (period, language, spoken, observed_at, parsed_at), out
 
 
 def search_row(record: dict[str, Any]) -> tuple[Any, ...]:

@@ -19,8 +19,19 @@ class Table:
     columns: tuple[tuple[str, str, str], ...]  # (name, SQL type, meaning)
     key: tuple[str, ...]
     data: bool = True  # False: bookkeeping, not compared between builds
+    rowid: bool = False  # the key is an INTEGER PRIMARY KEY numbered by SQLite
+    unique: tuple[str, ...] = ()  # a natural key beside the numbered one
+    view: str | None = None  # a view: this SELECT, not a table
 
     def ddl(self) -> str:
+        if self.view is not None:
+            return f"CREATE VIEW IF NOT EXISTS {self.name} AS {self.view};"
+        if self.rowid:
+            first, *rest = self.columns
+            cols = ",\n  ".join([f"{first[0]} INTEGER PRIMARY KEY"]
+                                + [f"{name} {kind}" for name, kind, _ in rest])
+            return (f"CREATE TABLE IF NOT EXISTS {self.name} (\n  {cols},\n"
+                    f"  UNIQUE ({', '.join(self.unique)})\n);")
         cols = ",\n  ".join(f"{name} {kind}" for name, kind, _ in self.columns)
         return (f"CREATE TABLE IF NOT EXISTS {self.name} (\n  {cols},\n"
                 f"  PRIMARY KEY ({', '.join(self.key)})\n) WITHOUT ROWID;")
@@ -30,32 +41,71 @@ class Table:
         return [name for name, _, _ in self.columns]
 
 
+_PAGE_ROW = (
+    ("rank", "INTEGER NOT NULL", "position on the page, from 1"),
+    ("full_name", "TEXT NOT NULL", "owner/name"),
+    ("stars", "INTEGER", "stars shown on the page"),
+    ("forks", "INTEGER", "forks shown on the page"),
+    ("period_stars", "INTEGER", "stars gained in the period, as the page says"),
+    ("language", "TEXT", "the repository's main language, as the page says"),
+    ("description", "TEXT", "the repository's description"),
+)
+"""A trending page's row, as a distinct page stores it and the observations view shows it."""
+_LIST = (
+    ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
+    ("trending_language", "TEXT NOT NULL", "the list's language slug; '' for all languages"),
+)
+
 TABLES: tuple[Table, ...] = (
-    Table("trending_observations", "Every row of every trending page fetched", (
+    Table("trending_lists", "The trending lists observed", (
+        ("list_id", "INTEGER NOT NULL", "the list's number in this catalog"),
+        *_LIST,
+        ("spoken_language_code", "TEXT NOT NULL",
+         "the list's spoken language (GitHub's spoken_language_code); '' for any"),
+    ), key=("list_id",), rowid=True, unique=("period", "trending_language",
+                                              "spoken_language_code")),
+    Table("trending_fetches", "Every fetch of a trending list: when, and which page it showed", (
+        ("observed_at", "TEXT NOT NULL",
+         "when the page was fetched, ISO-8601 UTC with milliseconds"),
+        ("list_id", "INTEGER NOT NULL", "trending_lists.list_id"),
+        ("page_id", "INTEGER NOT NULL", "trending_pages.page_id: the rows it showed"),
+        ("parsed_at", "TEXT",
+         "when its rows were read, if not when fetched: the time of a re-parse (python -m "
+         "runner reparse), whose reading supersedes an earlier one; null = when fetched"),
+    ), key=("observed_at", "list_id")),
+    Table("trending_pages", "Each distinct content a trending page has shown", (
+        ("page_id", "INTEGER NOT NULL", "the page content's number in this catalog"),
+        ("rows_hash", "TEXT NOT NULL", "sha256 of its rows: identical pages are stored once"),
+    ), key=("page_id",), rowid=True, unique=("rows_hash",)),
+    Table("trending_page_rows", "The rows of each distinct trending page", (
+        ("page_id", "INTEGER NOT NULL", "trending_pages.page_id"),
+        *_PAGE_ROW,
+    ), key=("page_id", "rank")),
+    Table("trending_observations", "Every row of every trending page fetched (a view over "
+          "trending_fetches and trending_page_rows)", (
         ("observed_at", "TEXT NOT NULL",
          "when the page was fetched, ISO-8601 UTC with milliseconds; the same for every row of "
          "one page"),
-        ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
-        ("trending_language", "TEXT NOT NULL", "the list's language slug; '' for all languages"),
-        ("rank", "INTEGER NOT NULL", "position on the page, from 1"),
-        ("full_name", "TEXT NOT NULL", "owner/name"),
-        ("stars", "INTEGER", "stars shown on the page"),
-        ("forks", "INTEGER", "forks shown on the page"),
-        ("period_stars", "INTEGER", "stars gained in the period, as the page says"),
-        ("language", "TEXT", "the repository's main language, as the page says"),
-        ("description", "TEXT", "the repository's description"),
-    ), key=("period", "trending_language", "observed_at", "rank")),
+        *_LIST,
+        ("spoken_language_code", "TEXT NOT NULL", "the list's spoken language; '' for any"),
+        *_PAGE_ROW,
+    ), key=("period", "trending_language", "spoken_language_code", "observed_at", "rank"),
+          view="SELECT f.observed_at, l.period, l.trending_language, l.spoken_language_code, "
+               "r.rank, r.full_name, r.stars, r.forks, r.period_stars, r.language, "
+               "r.description FROM trending_fetches f JOIN trending_lists l USING (list_id) "
+               "JOIN trending_page_rows r USING (page_id)"),
     Table("trending_history", "Each repository's time on each trending list", (
         ("full_name", "TEXT NOT NULL", "owner/name"),
         ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
         ("trending_language", "TEXT NOT NULL", "'' for all languages"),
+        ("spoken_language_code", "TEXT NOT NULL", "'' for any spoken language"),
         ("first_seen", "TEXT NOT NULL", "observed_at of its first observation on this list"),
         ("last_seen", "TEXT NOT NULL", "observed_at of its last observation on this list"),
         ("observations", "INTEGER NOT NULL", "how many fetched pages of this list showed it"),
         ("best_rank", "INTEGER NOT NULL", "its best (lowest) rank on this list"),
         ("stars_first", "INTEGER", "stars at first_seen"),
         ("stars_last", "INTEGER", "stars at last_seen"),
-    ), key=("full_name", "period", "trending_language")),
+    ), key=("full_name", "period", "trending_language", "spoken_language_code")),
     Table("repos", "Latest search result per repository", (
         ("id", "INTEGER NOT NULL", "GitHub's repository id"),
         ("full_name", "TEXT", "owner/name (latest)"),
@@ -133,10 +183,15 @@ TABLE_BY_NAME = {table.name: table for table in TABLES}
 DATA_TABLES = tuple(table.name for table in TABLES if table.data)
 
 INDEXES = (
-    "CREATE INDEX IF NOT EXISTS observations_by_time ON trending_observations (observed_at)",
+    "CREATE INDEX IF NOT EXISTS fetches_by_page ON trending_fetches (page_id)",
+    "CREATE INDEX IF NOT EXISTS page_rows_by_name ON trending_page_rows (full_name)",
     "CREATE INDEX IF NOT EXISTS history_by_first_seen ON trending_history "
-    "(period, trending_language, first_seen)",
+    "(period, trending_language, spoken_language_code, first_seen)",
 )
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version``: 2 keeps each distinct trending page once (trending_pages) and
+every fetch as a reference to it; 0/1 held a row per observation, migrated at the first
+connect (:mod:`runner.dataset.migrate`)."""
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -151,8 +206,12 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA cache_size=-16000")  # 16 MB: bounded memory on a 2 GB box
     conn.execute("PRAGMA temp_store=FILE")
+    from runner.dataset.migrate import migrate
+
+    migrate(conn)
     for table in TABLES:
         conn.execute(table.ddl())
     for index in INDEXES:
         conn.execute(index)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return conn

@@ -35,6 +35,10 @@ def metadata(database: str = "catalog") -> dict[str, Any]:
                              "trending observations", queries.RISERS),
         "longest_on_trending": ("Longest on trending", "Time between first and last "
                                 "observation on a trending list", queries.LONGEST_ON_TRENDING),
+        "when_was_it_trending": ("When was it trending", "Each trending list a repository "
+                                 "(owner/name) appeared on: first and last seen, days on the "
+                                 "list, best rank, stars at entry and exit",
+                                 queries.WHEN_TRENDING),
         "recently_changed_docs": ("Recently changed docs pages", "Documentation pages whose "
                                   "content changed, newest change first",
                                   queries.RECENTLY_CHANGED_DOCS),

@@ -22,6 +22,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from twisted.internet import task
 
+from scraper.drift import DRIFT_LISTINGS, DRIFT_REASON
 from scraper.layout import DataLayout
 from scraper.outcome import (
     EMPTY_LISTING_URL,
@@ -101,9 +102,11 @@ class WorkerState:
             failed_rounds += 1
         items = stats.get("item_scraped_count", 0)
         empty, empty_url = stats.get(EMPTY_LISTINGS, 0), stats.get(EMPTY_LISTING_URL)
+        drift, drift_reason = stats.get(DRIFT_LISTINGS, 0), stats.get(DRIFT_REASON)
         if not empty and not items and self.finished is None:
             # Nothing parsed yet this round: the previous round's verdict stands until it has.
             empty, empty_url = self.earlier.empty_listings, self.earlier.empty_listing_url
+            drift, drift_reason = self.earlier.drift_listings, self.earlier.drift
         return WorkerRecord(
             spider=spider.name,
             shard=str(spider.shard),
@@ -127,6 +130,8 @@ class WorkerState:
                 None if ok else self.earlier.first_error),
             empty_listings=empty,
             empty_listing_url=empty_url,
+            drift_listings=drift,
+            drift=drift_reason,
             items_total=self.earlier.items_total + items,
             failed_rounds=failed_rounds,
         )

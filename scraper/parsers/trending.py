@@ -13,7 +13,11 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from parsel import Selector
 
-__all__ = ["TrendingRow", "parse_trending"]
+__all__ = ["PARSER_VERSION", "TrendingRow", "parse_trending"]
+
+PARSER_VERSION = "1"
+"""Recorded with every page it reads (page snapshots, the page archive): raise it with every
+change to what the parser returns, so ``python -m runner reparse`` can say what read a page."""
 
 _ROW_CSS = "article.Box-row"
 _LEGACY_ROW_CSS = "ol.repo-list > li"
