@@ -121,6 +121,10 @@ ITEM_PIPELINES = {
 }
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
+LOG_STARTUP_COMPONENTS = False
+"""Scrapy's lists of enabled components and overridden settings at each crawl's start (about
+4 KB, the same every round of every worker): off; ``-s LOG_STARTUP_COMPONENTS=1`` logs them
+(scraper/quietlog.py)."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""

@@ -171,3 +171,12 @@ class Collector:
         merge(config, changes)
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         return self.config_path
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -27,8 +27,15 @@ from scraper.diskspace import (
 )
 from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
+from scraper.quietlog import quiet_startup
 from scraper.sharding import UNSHARDED, Shard, ShardError
-from scraper.spiderargs import RESET_ARGUMENTS, SPIDER_ARGUMENTS, SpiderArgumentError, parse_switch
+from scraper.spiderargs import (
+    RESET_ARGUMENTS,
+    SCRAPYD_ARGUMENTS,
+    SPIDER_ARGUMENTS,
+    SpiderArgumentError,
+    parse_switch,
+)
 from scraper.units import format_size
 from scraper.workerlock import WorkerLockedError, acquire_worker_lock
 
@@ -84,7 +91,7 @@ class Command(ScrapyCrawlCommand):
         loader = get_spider_loader(self.settings)
         if args[0] not in loader.list():
             fail(f"no spider named {args[0]!r}; the spiders are: {', '.join(loader.list())}")
-        unknown = sorted(set(opts.spargs) - set(SPIDER_ARGUMENTS))
+        unknown = sorted(set(opts.spargs) - {*SPIDER_ARGUMENTS, *SCRAPYD_ARGUMENTS})
         if unknown:
             fail(f"-a {unknown[0]}: not an argument of the spiders; they take: "
                  + ", ".join(SPIDER_ARGUMENTS))
@@ -152,6 +159,7 @@ class Command(ScrapyCrawlCommand):
         # dropped) and leaves its loggers at NOTSET, so each builds a LogRecord that the handler
         # then drops: at the handler's level, the logger drops them before they are built.
         logging.getLogger("scrapy").setLevel(self.settings["LOG_LEVEL"])
+        quiet_startup(self.settings)
         super().run(args, opts)
         if self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
