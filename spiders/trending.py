@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import scrapy
 from scrapy.http import Response
@@ -48,11 +49,12 @@ class TrendingSpider(CollectorSpider):
             self.logger.error("trending page answered more than %d rows (TRENDING_MAX_ROWS; "
                               "GitHub serves 25): %s; kept the first %d", cap, response.url, cap)
             rows = rows[:cap]
+        language, period = listing_of(response)
         # Written before the rows: the rows may all be dropped as unchanged content, the
         # snapshot never is.
         yield self.stamp(TrendingPageItem(
-            observed_at=_now_ms(), period=response.meta["period"],
-            trending_language=response.meta["language"] or None, url=response.url,
+            observed_at=_now_ms(), period=period,
+            trending_language=language or None, url=response.url,
             rows=[{"rank": row.rank, "full_name": row.full_name,
                    "description": row.description, "language": row.language,
                    "stars": row.stars, "forks": row.forks, "period_stars": row.period_stars,
@@ -63,10 +65,20 @@ class TrendingSpider(CollectorSpider):
                 full_name=row.full_name, owner=row.owner, name=row.name, url=row.url,
                 description=row.description, language=row.language, stars=row.stars,
                 forks=row.forks, period_stars=row.period_stars,
-                period=response.meta["period"],
-                trending_language=response.meta["language"] or None,
+                period=period,
+                trending_language=language or None,
                 built_by=list(row.built_by), rank=row.rank,
             ))
+
+
+def listing_of(response: Response) -> tuple[str, str]:
+    """(language, period) of a listing page: its request's, or read from the URL of one asked
+    for by hand (``scrapy parse https://github.com/trending/python?since=weekly``)."""
+    if "period" in response.meta:
+        return response.meta["language"], response.meta["period"]
+    parts = urlsplit(response.url)
+    language = parts.path.rstrip("/").removeprefix("/trending").lstrip("/")
+    return language, parse_qs(parts.query).get("since", ["daily"])[0]
 
 
 def _now_ms() -> str:

@@ -82,6 +82,12 @@ class Collector:
         return subprocess.run([*argv, *args], cwd=REPO_ROOT, env=env or self.env(),
                               capture_output=True, text=True, timeout=timeout)
 
+    def scrapy(self, *args: str, timeout: float = 120, cwd: Path = REPO_ROOT
+               ) -> subprocess.CompletedProcess[str]:
+        """Any ``scrapy`` command (shell, fetch, parse, list …) with this collector's config."""
+        return subprocess.run([*SCRAPY, *args], cwd=cwd, env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
+
     def start_crawl(self, spider: str, shard: str | None = None,
                     env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         argv = [*SCRAPY, "crawl", spider] + (["-a", f"shard={shard}"] if shard else [])

@@ -24,3 +24,43 @@ def test_a_rounds_log_has_no_startup_inventory_unless_asked(collector: Collector
     loud = collector.log("docs")[len(log):]
     assert "Enabled extensions" in loud and "Overridden settings" in loud
     assert len(loud.encode()) - quiet > 3000
+
+
+def no_round_written(collector: Collector) -> None:
+    for what in ("items", "state/workers", "logs"):
+        where = collector.data_dir / what
+        assert not where.exists() or not any(where.iterdir()), what
+
+
+def test_scrapy_fetch_shell_and_parse_work_and_write_nothing(collector: Collector,
+                                                              fake_docs) -> None:
+    site = f"{fake_docs.url()}/site0/"
+    collector.configure(docs_urls=[site])
+
+    fetched = collector.scrapy("fetch", "--nolog", site)
+    assert fetched.returncode == 0, fetched.stderr[-2000:]
+    assert "<html" in fetched.stdout and "Site 0 Docs" in fetched.stdout
+
+    shell = collector.scrapy("shell", site, "--nolog", "-c",
+                             "(response.status, response.css('title::text').get())")
+    assert shell.returncode == 0, shell.stderr[-2000:]
+    assert shell.stdout.startswith("(200, ") and "Site 0 Docs" in shell.stdout
+
+    parsed = collector.scrapy("parse", site, "--spider", "docs", "--nolog")
+    assert parsed.returncode == 0, parsed.stderr[-2000:]
+    assert "Traceback" not in parsed.stderr, parsed.stderr[-2000:]
+    items, requests = parsed.stdout.split("# Requests")
+    assert f"'url': '{site}'" in items and "'markdown':" in items
+    assert f"<GET {site}page1.html>" in requests
+    no_round_written(collector)
+
+
+def test_scrapy_parse_a_trending_page_by_hand(collector: Collector, fake_github) -> None:
+    collector.configure(github=fake_github)
+    url = f"{fake_github.url('web')}/trending/python?since=weekly"
+    parsed = collector.scrapy("parse", url, "--spider", "trending", "--nolog")
+    assert parsed.returncode == 0, parsed.stderr[-2000:]
+    items = parsed.stdout.split("# Requests")[0]
+    assert items.count("'full_name':") >= 25
+    assert "'period': 'weekly'" in items and "'trending_language': 'python'" in items
+    no_round_written(collector)
