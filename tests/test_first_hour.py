@@ -3,7 +3,12 @@ statuses; each through the user's real command."""
 
 from __future__ import annotations
 
-from tests.support import Collector
+import os
+import subprocess
+
+import yaml
+
+from tests.support import FAST_SETTINGS, REPO_ROOT, SCRAPY, Collector
 
 
 def test_a_rounds_log_has_no_startup_inventory_unless_asked(collector: Collector,
@@ -64,3 +69,20 @@ def test_scrapy_parse_a_trending_page_by_hand(collector: Collector, fake_github)
     assert items.count("'full_name':") >= 25
     assert "'period': 'weekly'" in items and "'trending_language': 'python'" in items
     no_round_written(collector)
+
+
+def test_scrapy_crawl_from_a_subdirectory_finds_collector_yaml_above(tmp_path, fake_docs) -> None:
+    project = tmp_path / "checkout"
+    (project / "notes" / "deeper").mkdir(parents=True)
+    (project / "scrapy.cfg").write_text((REPO_ROOT / "scrapy.cfg").read_text())
+    (project / "collector.yaml").write_text(yaml.safe_dump({
+        "data_dir": "collected",
+        "spiders": {"docs": {"start_urls": [f"{fake_docs.url()}/site0/"],
+                             "settings": FAST_SETTINGS}}}))
+    env = {k: v for k, v in os.environ.items() if k != "COLLECTOR_CONFIG"}
+    here = project / "notes" / "deeper"
+    result = subprocess.run([*SCRAPY, "crawl", "docs"], cwd=here, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert list((project / "collected" / "items" / "docs").glob("docs-0of1-*.jsonl"))
+    assert sorted(p.name for p in here.iterdir()) == []

@@ -17,7 +17,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.spiderloader import get_spider_loader
 
-from scraper.config import CollectorConfig, ConfigError, load_config
+from scraper.config import CollectorConfig, ConfigError, load_config, resolve_config_path
 from scraper.diskspace import (
     DISK_FULL_EXIT,
     DISK_FULL_REASON,
@@ -152,7 +152,9 @@ class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         label = f"{self.spider_name} {self.shard}"
         if sys.stderr.isatty() and self.settings.get("LOG_FILE"):
-            print(f"{label}: logging to {self.settings['LOG_FILE']}", file=sys.stderr)
+            source = resolve_config_path(self.settings.get("COLLECTOR_CONFIG"))
+            print(f"{label}: config {source or 'built-in defaults (no collector.yaml)'}, "
+                  f"logging to {self.settings['LOG_FILE']}", file=sys.stderr)
         # On a full disk a log line can't be written: drop it rather than print a traceback.
         logging.raiseExceptions = False
         # Scrapy logs a DEBUG line per page and per item ("Crawled", "Scraped", duplicates
