@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from scraper.settingtypes import setting_problem
 from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 
 CONFIG_ENV = "COLLECTOR_CONFIG"
@@ -425,6 +426,9 @@ class _Reader:
         for key in mapping:
             if not _SETTING_RE.fullmatch(key):
                 self.bad(_join(path, key), key, "a Scrapy setting name such as DOWNLOAD_DELAY")
+            expected = setting_problem(key, mapping[key])
+            if expected:
+                self.bad(_join(path, key), mapping[key], expected)
         return dict(mapping)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
 import yaml
 
 from tests.support import FAST_SETTINGS, REPO_ROOT, SCRAPY, Collector
@@ -86,3 +87,29 @@ def test_scrapy_crawl_from_a_subdirectory_finds_collector_yaml_above(tmp_path, f
     assert result.returncode == 0, result.stderr[-2000:]
     assert list((project / "collected" / "items" / "docs").glob("docs-0of1-*.jsonl"))
     assert sorted(p.name for p in here.iterdir()) == []
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("DELTAFETCH_RESET=maybe",
+     "scrapy crawl: -s DELTAFETCH_RESET='maybe' is not valid: expected 1 or 0 (true/false; "
+     "default 0)"),
+    ("CONCURRENT_REQUESTS=abc",
+     "scrapy crawl: -s CONCURRENT_REQUESTS='abc' is not valid: expected a number (default 16)"),
+])
+def test_a_bad_dash_s_setting_is_one_line_and_exit_2(collector: Collector, option: str,
+                                                     message: str) -> None:
+    collector.configure(docs_urls=["http://127.0.0.1:9/"])
+    result = collector.crawl("docs", None, "-s", option)
+    assert (result.returncode, result.stderr) == (2, message + "\n")
+    assert not collector.log("docs")
+
+
+def test_a_bad_spider_setting_in_the_config_is_one_line_and_exit_2(collector: Collector) -> None:
+    collector.configure(docs_urls=["http://127.0.0.1:9/"],
+                        spiders={"docs": {"settings": {"CONCURRENT_REQUESTS": "abc"}}})
+    line = (f"{collector.config_path}: spiders.docs.settings.CONCURRENT_REQUESTS: 'abc' is not "
+            "a number (default 16)\n")
+    crawl = collector.crawl("docs")
+    assert (crawl.returncode, crawl.stderr) == (2, "scrapy crawl: " + line)
+    once = collector.runner("--once", "--workers", "1", "--spiders", "docs")
+    assert (once.returncode, once.stderr) == (2, "python -m runner: " + line)

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.config import CollectorConfig, ConfigError, load_config, resolve_config_path
@@ -28,6 +29,7 @@ from scraper.diskspace import (
 from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
 from scraper.quietlog import quiet_startup
+from scraper.settingtypes import setting_problem
 from scraper.sharding import UNSHARDED, Shard, ShardError
 from scraper.spiderargs import (
     RESET_ARGUMENTS,
@@ -101,6 +103,7 @@ class Command(ScrapyCrawlCommand):
                     parse_switch(name, opts.spargs[name])
         except SpiderArgumentError as exc:
             fail(str(exc))
+        self._check_command_line_settings()
         try:
             self.shard = Shard.parse(opts.spargs["shard"]) if "shard" in opts.spargs else UNSHARDED
         except ShardError as exc:
@@ -120,6 +123,15 @@ class Command(ScrapyCrawlCommand):
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
         # refused process must not write its start-up banner into the running worker's log.
         self._claim_spider_shard()
+
+    def _check_command_line_settings(self) -> None:
+        assert self.settings is not None
+        cmdline = SETTINGS_PRIORITIES["cmdline"]
+        for name, value in self.settings.items():
+            if self.settings.getpriority(name) == cmdline:
+                expected = setting_problem(name, value)
+                if expected:
+                    fail(f"-s {name}={value!r} is not valid: expected {expected}")
 
     def _distributed_mode(self, config: CollectorConfig) -> None:
         """With a Redis URL (config.redis_url: $COLLECTOR_REDIS_URL, else the file's) the
