@@ -26,6 +26,7 @@ from typing import Any
 
 from runner.autoscale import AutoscaledPool, cpu_cores
 from runner.dataset.schedule import CatalogSchedule
+from runner.flownotice import DataFlowNotices
 from runner.memory import MemoryGuard
 from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
@@ -40,6 +41,7 @@ from scraper.diskspace import (
     free_bytes,
 )
 from scraper.layout import DataLayout
+from scraper.outcome import NOTHING_FETCHED_EXIT
 from scraper.statefile import (
     RunnerLaunch,
     RunnerRecord,
@@ -157,6 +159,8 @@ def describe_exit(status: int) -> tuple[bool, str]:
         sig = os.WTERMSIG(status)
         return False, f"killed by {signal.Signals(sig).name}"
     code = os.waitstatus_to_exitcode(status)
+    if code == NOTHING_FETCHED_EXIT:  # a round that ended: health judges what it fetched
+        return True, f"exit {code} (round fetched nothing)"
     return code == 0, f"exit {code}"
 
 
@@ -177,6 +181,7 @@ class Supervisor:
         self.force = False
         self.started_at = time.time()  # shown
         self.memory_warned = False
+        self.flow = DataFlowNotices()
         self.disk_full_since: float | None = None
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
@@ -338,7 +343,9 @@ class Supervisor:
         state.pid = None
         state.last_exit = how
         worker = read_worker(self.layout.worker_state(state.slot.spider, state.slot.shard))
-        if worker and worker.is_round_of(state.round_pid):
+        if worker and not worker.is_round_of(state.round_pid):
+            worker = None
+        if worker:
             state.outcome = worker
             state.items_total += worker.items
             state.peak_pss_mb = max(state.peak_pss_mb, worker.pss_mb)
@@ -355,6 +362,7 @@ class Supervisor:
             self._disk_full()
             return
         if ok:
+            self.flow.round_ended(state.slot.spider, str(state.slot.shard), worker)
             state.rounds += 1
             state.failures = 0
             state.state = "done" if self.once else "sleeping"

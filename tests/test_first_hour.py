@@ -3,13 +3,18 @@ statuses; each through the user's real command."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import signal
 import subprocess
+import threading
 
 import pytest
 import yaml
 
-from tests.support import FAST_SETTINGS, REPO_ROOT, SCRAPY, Collector
+from scraper.outcome import NOTHING_FETCHED_EXIT
+from tests.support import FAST_SETTINGS, REPO_ROOT, SCRAPY, Collector, free_port, wait_for
 
 
 def test_a_rounds_log_has_no_startup_inventory_unless_asked(collector: Collector,
@@ -113,3 +118,52 @@ def test_a_bad_spider_setting_in_the_config_is_one_line_and_exit_2(collector: Co
     assert (crawl.returncode, crawl.stderr) == (2, "scrapy crawl: " + line)
     once = collector.runner("--once", "--workers", "1", "--spiders", "docs")
     assert (once.returncode, once.stderr) == (2, "python -m runner: " + line)
+
+
+def test_scrapy_crawl_that_fetched_nothing_says_why_and_exits_5(collector: Collector) -> None:
+    collector.configure(docs_urls=[f"http://127.0.0.1:{free_port()}/docs/"],
+                        spiders={"docs": {"settings": {"RETRY_TIMES": 0}}})
+    result = collector.crawl("docs")
+    assert result.returncode == NOTHING_FETCHED_EXIT, result.stderr[-2000:]
+    summary = result.stderr.strip().splitlines()[-1]
+    assert summary.startswith("docs 0/1: 0 pages, 0 new items")
+    assert summary.endswith("(nothing new written); fetched nothing in 2 requests "
+                            f"({collector.worker_state('docs')['first_error']})")
+    assert "Connection was refused" in summary
+
+
+@pytest.mark.timeout(120)
+def test_foreground_runner_says_once_when_a_spider_gets_no_data_and_once_when_it_flows(
+        collector: Collector, tmp_path) -> None:
+    port = free_port()
+    site = tmp_path / "www" / "site"
+    site.mkdir(parents=True)
+    (site / "index.html").write_text("<html><head><title>Back</title></head>"
+                                     "<body><h1>Back</h1><p>up again</p></body></html>")
+    collector.configure(docs_urls=[f"http://127.0.0.1:{port}/site/"], stop_timeout=3,
+                        spiders={"docs": {"settings": {"RETRY_TIMES": 0}}})
+    runner = collector.start_runner("--workers", "1", "--spiders", "docs")
+    runner_log = collector.data_dir / "logs" / "runner.log"
+
+    def logged(text: str) -> bool:
+        return runner_log.exists() and text in runner_log.read_text()
+
+    server = None
+    try:
+        wait_for(lambda: logged("docs: no data: shard 0/1 fetched nothing in 2 requests "
+                                f"(127.0.0.1:{port}: Connection was refused"), 60,
+                 "the no-data line")
+        wait_for(lambda: collector.worker_state("docs")["failed_rounds"] >= 3, 60,
+                 "three failed rounds")
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler,
+                                    directory=str(tmp_path / "www"))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        wait_for(lambda: logged("docs: data flows again (shard 0/1: "), 60, "the recovery line")
+    finally:
+        runner.send_signal(signal.SIGTERM)
+        _, err = runner.communicate(timeout=30)
+        if server is not None:
+            server.shutdown()
+    assert err.count("docs: no data:") == 1, err
+    assert err.count("docs: data flows again") == 1, err

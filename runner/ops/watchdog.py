@@ -60,6 +60,7 @@ from scraper.statefile import (
     read_worker,
     write_health_memory,
 )
+from scraper.units import counted
 
 
 def register(parser: argparse.ArgumentParser,
@@ -180,7 +181,7 @@ def _restart(verdict: Verdict, launch: RunnerLaunch, layout: DataLayout,
         line = f"collector restart failed: {exc}"
         code = TROUBLE
     else:
-        line = f"collector restarted: {healthy} workers"
+        line = f"collector restarted: {counted(healthy, 'worker')}"
         code = 0
     say(config, line)
     log_to_runner_log(layout, "runner.watchdog", logging.INFO if code == 0 else logging.ERROR,

@@ -28,6 +28,7 @@ from scraper.diskspace import (
 )
 from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
+from scraper.outcome import NOTHING_FETCHED_EXIT, stats_problem
 from scraper.quietlog import quiet_startup
 from scraper.settingtypes import setting_problem
 from scraper.sharding import UNSHARDED, Shard, ShardError
@@ -74,6 +75,7 @@ def collector_settings(config: CollectorConfig, layout: DataLayout) -> dict[str,
 
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
+    failed_round = False
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -177,6 +179,8 @@ class Command(ScrapyCrawlCommand):
         super().run(args, opts)
         if self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
+        elif self.failed_round and not self.exitcode:
+            self.exitcode = NOTHING_FETCHED_EXIT
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         if self.settings.getbool("COLLECTOR_DISTRIBUTED"):
@@ -190,5 +194,7 @@ class Command(ScrapyCrawlCommand):
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         return crawler
 
-    def _spider_closed(self, reason: str) -> None:
+    def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.finish_reason = reason
+        assert spider.crawler.stats is not None
+        self.failed_round = stats_problem(spider.crawler.stats.get_stats()) is not None

@@ -52,6 +52,7 @@ from scraper.config import RateLimit
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.engine import engine_closing
 from scraper.layout import DataLayout
+from scraper.outcome import note_error
 
 logger = logging.getLogger(__name__)
 
@@ -365,6 +366,9 @@ class BudgetMiddleware:
         self._credentials_rejected = True
         engine, spider = self.crawler.engine, self.crawler.spider
         name = spider.name if spider is not None else "this"
+        if self.crawler.stats is not None:
+            note_error(self.crawler.stats, f"GitHub answered 401 Bad credentials for the token "
+                                           f"in ${self.token_env}")
         logger.error("GitHub answered 401 Bad credentials for the token in $%s "
                      "(%s): stopping this %s worker; set a valid token in $%s, or unset it to "
                      "run anonymously", self.token_env, identity_label(self.identity), name,
