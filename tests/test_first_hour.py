@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -13,8 +14,9 @@ import threading
 import pytest
 import yaml
 
+from runner.autoscale import CpuSample, Snapshotter
 from scraper.outcome import NOTHING_FETCHED_EXIT
-from tests.support import FAST_SETTINGS, REPO_ROOT, SCRAPY, Collector, free_port, wait_for
+from tests.support import FAST_SETTINGS, REPO_ROOT, RUNNER, SCRAPY, Collector, free_port, wait_for
 
 
 def test_a_rounds_log_has_no_startup_inventory_unless_asked(collector: Collector,
@@ -167,3 +169,26 @@ def test_foreground_runner_says_once_when_a_spider_gets_no_data_and_once_when_it
             server.shutdown()
     assert err.count("docs: no data:") == 1, err
     assert err.count("docs: data flows again") == 1, err
+
+
+def test_cpu_ratio_stays_within_0_and_1_whatever_the_float_sums() -> None:
+    snapshotter = Snapshotter()
+    snapshotter.add(CpuSample(0.0, 10.0, 10.0))
+    snapshotter.add(CpuSample(2.0, 12.0000000000001, 12.0))
+    assert snapshotter.cpu_ratio() == 1.0
+    snapshotter.add(CpuSample(4.0, 11.9999999999999, 14.0))
+    assert 0.0 <= snapshotter.cpu_ratio() <= 1.0
+
+
+def test_readme_memory_guard_example_refuses(tmp_path) -> None:
+    """README's example, as written there, with the built-in defaults."""
+    env = {k: v for k, v in os.environ.items() if k != "COLLECTOR_CONFIG"}
+    result = subprocess.run([*RUNNER, "--workers", "100", "--memory-budget", "1G"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout.startswith("plan: ") and "28 workers" in result.stdout
+    assert re.fullmatch(r"python -m runner: refusing 28 workers: estimate 1\.\d GB \(parent \d+ MB "
+                        r"\+ 28 × 40 MB \(guess\)\) exceeds 80% of the memory budget 1\.0 GB "
+                        r"\(--memory-budget/memory_budget\); the largest safe --workers is \d+ "
+                        r"\(--force to start anyway\)\n", result.stderr), result.stderr
+    assert list(tmp_path.iterdir()) == []
