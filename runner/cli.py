@@ -301,11 +301,12 @@ an init script's ``status`` says "program is not running": scripts test for it."
 
 
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
-    from runner.status import collect_status, render_status
+    from runner.status import collect_status, iso_times, render_status
 
     status = collect_status(DataLayout(config.data_dir), config.redis_url, config)
     code = 0 if status["runner"]["alive"] else NOT_RUNNING
-    text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
+    text = (json.dumps(iso_times(status), indent=1, default=str) if args.json
+            else render_status(status))
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `status | head -1`: the reader had enough, which is no error

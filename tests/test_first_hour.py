@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import re
 import signal
@@ -192,3 +193,35 @@ def test_readme_memory_guard_example_refuses(tmp_path) -> None:
                         r"\(--memory-budget/memory_budget\); the largest safe --workers is \d+ "
                         r"\(--force to start anyway\)\n", result.stderr), result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_once_status_json_times_are_iso_and_one_page_is_singular(collector: Collector,
+                                                                 fake_github) -> None:
+    collector.configure(github=fake_github,
+                        spiders={"trending": {"languages": [""], "periods": ["daily"]}})
+    crawl = collector.crawl("trending")
+    assert crawl.returncode == 0, crawl.stderr[-2000:]
+    assert crawl.stderr.splitlines()[-1].startswith("trending 0/1: 1 page, 26 new items, ")
+    once = collector.runner("--once", "--workers", "1", "--spiders", "trending")
+    assert once.returncode == 0, once.stderr
+    assert "— 1 worker\n" in once.stdout
+    # the page snapshot is new every round; its 25 rows are not
+    assert once.stdout.endswith("trending: 1/1 shards ok, 1 page, 1 new item\n")
+    shown = json.loads(collector.runner("status", "--json").stdout)
+    moments = []
+
+    def walk(value, key=""):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, k)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif key.endswith(("_at", "_since")) and value is not None:
+            moments.append(value)
+        else:
+            assert not (isinstance(value, float) and value > 1e9), (key, value)
+
+    walk(shown)
+    assert {"started_at", "updated_at"} <= set(shown["runner"]) and len(moments) >= 3
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", m) for m in moments), moments
