@@ -119,6 +119,9 @@ ITEM_PIPELINES = {
     "pipelines.contenthash.ContentHashPipeline": 100,
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+ITEMSTORE_ENABLED = True
+"""False (``-s ITEMSTORE_ENABLED=0``): this run writes nothing under data/items/, its items go
+to the feeds (``-o out.csv``) only: an export that leaves the collection as it was."""
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
 LOG_STARTUP_COMPONENTS = False

@@ -3,6 +3,7 @@ statuses; each through the user's real command."""
 
 from __future__ import annotations
 
+import csv
 import functools
 import http.server
 import json
@@ -225,3 +226,31 @@ def test_once_status_json_times_are_iso_and_one_page_is_singular(collector: Coll
     walk(shown)
     assert {"started_at", "updated_at"} <= set(shown["runner"]) and len(moments) >= 3
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", m) for m in moments), moments
+
+
+def test_feed_exports_are_clean_tables_and_an_export_leaves_data_items_alone(
+        collector: Collector, fake_github, tmp_path) -> None:
+    collector.configure(github=fake_github,
+                        spiders={"trending": {"languages": ["", "python"],
+                                              "periods": ["daily"]}})
+    out_csv = tmp_path / "out.csv"
+    crawl = collector.crawl("trending", None, "-O", str(out_csv))
+    assert crawl.returncode == 0, crawl.stderr[-2000:]
+    with open(out_csv, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 50
+    assert {"full_name", "stars", "forks", "rank", "period"} <= set(rows[0])
+    assert "rows" not in rows[0] and all(row["full_name"] for row in rows)
+    stored = collector.items("trending")
+    assert len(stored) == 52  # the item store keeps the two page snapshots too
+
+    # README's recipe: everything on the pages, whatever was collected before, into a feed
+    # only.
+    out_json = tmp_path / "out.json"
+    again = collector.crawl("trending", None, "-O", str(out_json), "-s", "ITEMSTORE_ENABLED=0",
+                            "-a", "deltafetch_reset=1", "-a", "contenthash_reset=1")
+    assert again.returncode == 0, again.stderr[-2000:]
+    exported = json.loads(out_json.read_text())
+    row_shape = {frozenset(item) for item in stored if "full_name" in item}
+    assert len(exported) == 50 and {frozenset(item) for item in exported} == row_shape
+    assert len(collector.items("trending")) == 52

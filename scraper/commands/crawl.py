@@ -27,6 +27,7 @@ from scraper.diskspace import (
     is_disk_full,
 )
 from scraper.extensions.logrotate import open_log
+from scraper.feedfilter import rows_only_feeds
 from scraper.layout import DataLayout
 from scraper.outcome import NOTHING_FETCHED_EXIT, stats_problem
 from scraper.quietlog import quiet_startup
@@ -106,6 +107,9 @@ class Command(ScrapyCrawlCommand):
         except SpiderArgumentError as exc:
             fail(str(exc))
         self._check_command_line_settings()
+        feeds = rows_only_feeds(self.settings)
+        if feeds is not None:
+            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS"))
         try:
             self.shard = Shard.parse(opts.spargs["shard"]) if "shard" in opts.spargs else UNSHARDED
         except ShardError as exc:
