@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from runner.argtypes import positive_int, size_bytes
 from runner.dataset.commands import dataset_commands
@@ -249,6 +250,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
                            f"'{PROG} stop' stops it")
     except LockFileError as exc:  # a read-only (or full) data_dir
         return usage_error(exc.strerror)
+    layout.stopped_mark.unlink(missing_ok=True)  # started again: watched again
     _setup_logging(layout)
     logging.getLogger("runner").info(
         "versions: %s", ", ".join(f"{name} {version}" for name, version in versions))
@@ -316,11 +318,23 @@ def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
     return code
 
 
+def mark_stopped(path: Path, pid: int | None) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"stopped by {PROG} stop at {stamp} (runner pid {pid})\n")
+    except OSError as exc:
+        print(f"{PROG}: warning: cannot write {path} ({exc.strerror}): the watchdog will "
+              f"restart the collector", file=sys.stderr)
+
+
 def cmd_stop(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.pidfile import running_pid
 
     layout = DataLayout(config.data_dir)
     pid = running_pid(layout.runner_pidfile)
+    # Before the signal: a watchdog that runs while the runner stops must not restart it.
+    mark_stopped(layout.stopped_mark, pid)
     if pid is None:
         print(f"no runner is running on {config.data_dir}", file=sys.stderr)
         return 0

@@ -254,3 +254,33 @@ def test_feed_exports_are_clean_tables_and_an_export_leaves_data_items_alone(
     row_shape = {frozenset(item) for item in stored if "full_name" in item}
     assert len(exported) == 50 and {frozenset(item) for item in exported} == row_shape
     assert len(collector.items("trending")) == 52
+
+
+@pytest.mark.timeout(120)
+def test_watchdog_leaves_a_collector_stopped_on_purpose_alone_until_it_is_started(
+        collector: Collector, fake_docs) -> None:
+    collector.configure(docs_urls=[f"{fake_docs.url()}/site0/"], stop_timeout=3)
+    mark = collector.data_dir / "state" / "stopped-on-purpose"
+    for attempt in range(2):
+        runner = collector.start_runner("--workers", "1", "--spiders", "docs")
+        try:
+            wait_for(lambda: collector.runner("status").returncode == 0, 60, "a running runner")
+            assert not mark.exists()  # a started runner is watched again
+            if attempt == 0:
+                stop = collector.runner("stop")
+                assert stop.returncode == 0, stop.stderr
+                runner.wait(30)
+                watchdog = collector.runner("watchdog")
+                assert (watchdog.returncode, watchdog.stdout, watchdog.stderr) == (0, "", "")
+                assert collector.runner("status").returncode == 3  # and nothing was started
+                assert mark.exists()
+        finally:
+            if runner.poll() is None:
+                runner.send_signal(signal.SIGTERM)
+                runner.wait(30)
+    # Not stopped with `stop` (a SIGTERM): the watchdog restarts it, as before.
+    watchdog = collector.runner("watchdog")
+    try:
+        assert watchdog.stdout.startswith("collector down: "), watchdog.stdout
+    finally:
+        collector.runner("stop")

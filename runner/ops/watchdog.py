@@ -100,6 +100,8 @@ def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
 def _check(status: StatusFile | None, launch: RunnerLaunch, layout: DataLayout,
            config: CollectorConfig, min_workers: int | None) -> int:
     lock_pid = running_pid(layout.runner_pidfile)
+    if lock_pid is None and layout.stopped_mark.exists():
+        return 0  # stopped on purpose (`runner stop`): nothing to say until it is started
     if launch.once:
         if lock_pid is not None:
             return 0  # a one-off round: not the watchdog's to judge
