@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 import yaml
@@ -284,3 +285,19 @@ def test_watchdog_leaves_a_collector_stopped_on_purpose_alone_until_it_is_starte
         assert watchdog.stdout.startswith("collector down: "), watchdog.stdout
     finally:
         collector.runner("stop")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("delay", [0.5, 1.5])
+def test_ctrl_c_while_the_runner_starts_is_a_quiet_exit_130(collector: Collector,
+                                                             delay: float) -> None:
+    collector.configure(docs_urls=["http://127.0.0.1:9/"], stop_timeout=3)
+    runner = collector.start_runner("--workers", "2", "--spiders", "docs")
+    time.sleep(delay)  # past the interpreter's own start-up, inside the runner's
+    runner.send_signal(signal.SIGINT)
+    out, err = runner.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    if "plan: " in out:  # started already: SIGINT is the graceful stop
+        assert runner.returncode == 0, err
+    else:
+        assert (runner.returncode, err) == (130, "python -m runner: interrupted\n")

@@ -34,6 +34,7 @@ from runner.dataset.records import (
 )
 from runner.dataset.schema import TABLE_BY_NAME, connect
 from runner.ops.joblock import exclusive_or_skip
+from runner.usage import INTERRUPTED
 from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
 from scraper.items import utc_stamp
@@ -295,5 +296,9 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
     except OSError as exc:
         print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Each file is loaded in its own transaction: what was finished stays, the rest waits.
+        print(f"{PROG}: interrupted; run it again to finish", file=sys.stderr)
+        return INTERRUPTED
     print(result.describe(layout.catalog_db))
     return 0
