@@ -22,8 +22,8 @@ CAUSE_MAX = 300
 """Characters of a cause kept: one line, whole enough to say what to fix."""
 NO_DATA = "no answer carried data"
 NOTHING_FETCHED_EXIT = 5
-"""``scrapy crawl``'s exit status when its round failed (:func:`round_problem`): not a crash,
-so the runner schedules the next round as usual and health judges the shard."""
+"""``scrapy crawl``'s exit status when its round fetched nothing (:func:`fetched_nothing`): not
+a crash, so the runner schedules the next round as usual and health judges the shard."""
 
 
 def failure_cause(exc: BaseException, url: str) -> str:
@@ -90,6 +90,12 @@ def round_problem(requests: int, ok: int, empty_listing_url: str | None, empty_l
     if requests and not ok:
         return f"fetched nothing in {counted(requests, 'request')} ({first_error or NO_DATA})"
     return None
+
+
+def fetched_nothing(stats: dict[str, Any]) -> bool:
+    """The round sent requests and no answer carried data (a listing page with zero rows is
+    health's ``empty``, said in the summary, but data did come)."""
+    return bool(stats.get("downloader/request_count", 0)) and not ok_answers(stats)
 
 
 def stats_problem(stats: dict[str, Any]) -> str | None:

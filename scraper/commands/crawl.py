@@ -29,7 +29,7 @@ from scraper.diskspace import (
 from scraper.extensions.logrotate import open_log
 from scraper.feedfilter import rows_only_feeds
 from scraper.layout import DataLayout
-from scraper.outcome import NOTHING_FETCHED_EXIT, stats_problem
+from scraper.outcome import NOTHING_FETCHED_EXIT, fetched_nothing
 from scraper.quietlog import quiet_startup
 from scraper.settingtypes import setting_problem
 from scraper.sharding import UNSHARDED, Shard, ShardError
@@ -201,4 +201,4 @@ class Command(ScrapyCrawlCommand):
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.finish_reason = reason
         assert spider.crawler.stats is not None
-        self.failed_round = stats_problem(spider.crawler.stats.get_stats()) is not None
+        self.failed_round = fetched_nothing(spider.crawler.stats.get_stats())
