@@ -37,13 +37,16 @@ class DocsSpider(CollectorSpider):
     @property
     def refresh_after(self) -> float:
         """Read by the deltafetch middleware: a stored page is fetched again after this long."""
-        return self.config.docs.refresh_after
+        return self.settings.getfloat("DOCS_REFRESH_AFTER")
 
     @property
     def max_pages_per_site(self) -> int:
         """Read by the site cap middleware (scraper/spidermiddlewares/sitecap.py), which counts
         the round's pages in ``site_urls``."""
-        return self.config.docs.max_pages_per_site
+        return self.settings.getint("DOCS_MAX_PAGES_PER_SITE")
+
+    def start_entries(self) -> list[str]:
+        return self.settings.getlist("DOCS_START_URLS")
 
     def not_fetched(self, request: Any) -> None:
         # A page robots.txt refuses uses none of the site's pages this round: without this a

@@ -97,7 +97,11 @@ class SearchSpider(CollectorSpider):
     custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}
 
     _plans: SlicePlanStore | None = None
+    api_url: str
     api_origin: tuple[str, str, int | None]
+    sort: str
+    per_page: int
+    max_results: int | None
     rounds: dict[str, QueryRound]
     complete: bool
 
@@ -105,10 +109,16 @@ class SearchSpider(CollectorSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SearchSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, SearchSpider)
-        spider.api_origin = origin(spider.config.github.api_url)
+        settings = crawler.settings
+        spider.api_url = settings["GITHUB_API_URL"].rstrip("/")
+        spider.api_origin = origin(spider.api_url)
+        spider.sort = settings["SEARCH_SORT"]
+        spider.per_page = settings.getint("SEARCH_PER_PAGE")
+        cap = settings.get("SEARCH_MAX_RESULTS_PER_QUERY")
+        spider.max_results = None if cap in (None, "") else int(cap)
         spider.rounds = {}
         spider._sweep_ids = 0
-        spider.complete = spider.config.search.complete
+        spider.complete = settings.getbool("SEARCH_COMPLETE")
         if spider.complete and crawler.settings.getbool("COLLECTOR_DISTRIBUTED"):
             # A plan lives in one process's memory while it is made; a shared queue would hand
             # its probes to other workers.
@@ -117,6 +127,9 @@ class SearchSpider(CollectorSpider):
                                   RESULTS_CAP)
             spider.complete = False
         return spider
+
+    def start_entries(self) -> list[str]:
+        return self.settings.getlist("SEARCH_QUERIES")
 
     def state(self, query: str) -> QueryRound:
         """The query's round state; made on first sight in a worker that did not start it (the
@@ -165,10 +178,9 @@ class SearchSpider(CollectorSpider):
     # --- requests -----------------------------------------------------------------------------
 
     def query_url(self, q: str, **params: Any) -> str:
-        section = self.config.search
-        query = {"q": q, "sort": section.sort, "order": "desc", "per_page": section.per_page,
+        query = {"q": q, "sort": self.sort, "order": "desc", "per_page": self.per_page,
                  **params}
-        return f"{self.config.github.api_url}/search/repositories?{urlencode(query)}"
+        return f"{self.api_url}/search/repositories?{urlencode(query)}"
 
     def page_request(self, url: str, state: QueryRound, key: str | None, *, first: bool = False,
                      tries: int = 1, fresh: bool = False) -> scrapy.Request:
@@ -209,7 +221,7 @@ class SearchSpider(CollectorSpider):
         if origin(response.url) != self.api_origin:
             self.crawler.stats.inc_value("search/offsite_answers")
             self.logger.error("search %r: answer from %s, not from the API (%s); ignored",
-                              query, response.url, self.config.github.api_url)
+                              query, response.url, self.api_url)
             return None
         if response.status == 422:
             message = _message(response.body)
@@ -290,7 +302,7 @@ class SearchSpider(CollectorSpider):
             self.logger.error("search %r: %d of %d results at %s are not objects; skipped",
                               state.query, len(results) - len(repos), len(results),
                               response.url)
-        cap = self.config.search.max_results_per_query
+        cap = self.max_results
         for repo in repos:
             repo_id = repo.get("id")
             if repo_id in state.ids:
@@ -316,7 +328,7 @@ class SearchSpider(CollectorSpider):
             self.slice_done(state)
             return
         try:
-            start = first_result_index(link, self.config.search.per_page)
+            start = first_result_index(link, self.per_page)
         except ValueError as exc:
             self.crawler.stats.inc_value("search/bad_responses")
             self.logger.error("search %r ended: unusable next link %r at %s (%s)", state.query,
@@ -326,7 +338,7 @@ class SearchSpider(CollectorSpider):
         if origin(link) != self.api_origin:
             self.crawler.stats.inc_value("search/offsite_answers")
             self.logger.error("search %r ended: next link %r at %s leaves the API (%s)",
-                              state.query, link, response.url, self.config.github.api_url)
+                              state.query, link, response.url, self.api_url)
             self.slice_done(state)
             return
         if start < RESULTS_CAP:

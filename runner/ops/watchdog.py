@@ -47,19 +47,20 @@ from runner.ops.restart import (
 )
 from runner.outcome import shard_health, unhealthy_spiders
 from runner.pidfile import running_pid
-from runner.usage import PROG, TROUBLE, usage_error
-from scraper.config import CollectorConfig
-from scraper.layout import DataLayout
-from scraper.statefile import (
+from runner.resolved import run_config
+from runner.state import (
     HealthMemory,
     RunnerLaunch,
     StatusFile,
     read_health_memory,
     read_launch,
     read_status,
-    read_worker,
     write_health_memory,
 )
+from runner.usage import PROG, TROUBLE, usage_error
+from scraper.config import CollectorConfig
+from scraper.layout import DataLayout
+from scraper.statefile import read_worker
 from scraper.units import counted
 
 
@@ -75,6 +76,7 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
+    config = run_config(config)  # the running runner's thresholds, not an unreloaded edit's
     layout = DataLayout(config.data_dir)
     status = read_status(layout.status_file)
     # How to start the runner again: its own record, else (a runner older than that record)

@@ -2,7 +2,7 @@
 this project as in any other: the config as settings, and none of a round's bookkeeping.
 
 They download through the same middlewares as a crawl (the GitHub token on API requests only,
-the shared rate-limit budget, retries), with the config read as ``scrapy crawl`` reads it; they
+the shared rate-limit budget, retries), with the config the add-on sets as for a crawl; they
 write nothing a round would: no item file, no URL or content record, no worker state or summary
 line. So ``scrapy parse URL --spider docs`` shows what the callback yields, whatever was
 collected before.
@@ -16,9 +16,8 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from scraper.commands.crawl import collector_settings
-from scraper.config import ConfigError, load_config
-from scraper.layout import DataLayout
+from scraper.addon import apply
+from scraper.config import ConfigError
 from scraper.quietlog import quiet_startup
 
 ROUND_BOOKKEEPING = {
@@ -46,13 +45,13 @@ class CollectorTool:
         super().process_options(args, opts)  # type: ignore[misc]
         assert self.settings is not None
         try:
-            config = load_config(self.settings.get("COLLECTOR_CONFIG"))
-        except ConfigError as exc:
+            # Now, for one line instead of a traceback from the add-on (scraper/addon.py),
+            # whose own call later finds the config already read.
+            apply(self.settings)
+        except (ConfigError, ValueError) as exc:
             name = type(self).__module__.rsplit(".", 1)[-1]
             print(f"scrapy {name}: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-        self.settings.setdict(collector_settings(config, DataLayout(config.data_dir)),
-                              priority="project")
         self.settings.setdict(without_round_bookkeeping(self.settings), priority="project")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -84,7 +84,7 @@ class DistributedSpider(RedisMixin):
         spider.link = get_link(settings["REDIS_URL"])
         spider.keys = Keys.from_settings(settings)
         spider.round = get_round(spider.link, spider.keys, spider.name)
-        spider.cooldown = settings.getfloat("DISTRIBUTED_ROUND_COOLDOWN")
+        spider.cooldown = settings.getfloat("ROUND_INTERVAL")
         spider._wake_call = None
         return spider
 
