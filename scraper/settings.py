@@ -17,7 +17,8 @@ USER_AGENT = "hubcollect/0.1 (+https://github.com/hubcollect/hubcollect)"
 # The config's own defaults (scraper/config.py) are these values.
 ADDONS = {"scraper.addon.CollectorAddon": 0}
 COLLECTOR_CONFIG = None
-"""Path of collector.yaml; None = $COLLECTOR_CONFIG, else ./collector.yaml, else defaults."""
+"""Path of collector.yaml; None = $COLLECTOR_CONFIG, else the closest collector.yaml in the
+working directory or above, else defaults."""
 COLLECTOR_DATA_DIR = "data"
 """The config's data_dir; every store and file lives under it (scraper.layout.DataLayout)."""
 COLLECTOR_SPIDER_SETTINGS: dict = {}
