@@ -21,7 +21,7 @@ from typing import IO, Any
 import scrapy
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem
+from scrapy.exceptions import DropItem, NotConfigured
 
 from scraper.diskspace import is_disk_full, report_disk_full
 from scraper.layout import DataLayout, worker_slug
@@ -41,6 +41,8 @@ class JsonLinesItemStore:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> JsonLinesItemStore:
+        if not crawler.settings.getbool("ITEMSTORE_ENABLED"):
+            raise NotConfigured("ITEMSTORE_ENABLED is off: items go to the feeds (-o) only")
         return cls(crawler)
 
     def open_spider(self) -> None:

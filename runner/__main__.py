@@ -1,5 +1,17 @@
+import os
 import sys
 
-from runner.cli import main
+try:
+    from runner.cli import main
 
-sys.exit(main())
+    sys.exit(main())
+except KeyboardInterrupt:
+    # Ctrl-C before the runner's own handlers are in place (imports, the preload, the memory
+    # estimate): a quiet exit, no traceback; 130 is runner.usage.INTERRUPTED (the import itself
+    # may be what was interrupted). os._exit: a KeyboardInterrupt that passed through C code
+    # running Python (PyRun_*) leaves CPython set to die by SIGINT at exit, whatever the status.
+    import logging
+
+    print("python -m runner: interrupted", file=sys.stderr, flush=True)
+    logging.shutdown()
+    os._exit(130)

@@ -90,7 +90,11 @@ class Snapshotter:
             return None
         first, last = self.samples[0], self.samples[-1]
         total = last.total - first.total
-        return (last.busy - first.busy) / total if total > 0 else None
+        if total <= 0:
+            return None
+        # The per-CPU times are summed as floats: a fully busy window can come out a hair above
+        # 1 (1.0000000000001894), an idle one a hair below 0.
+        return min(1.0, max(0.0, (last.busy - first.busy) / total))
 
 
 class AutoscaledPool:

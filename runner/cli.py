@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from runner.dataset.commands import dataset_commands
 from runner.ops.cron import register as register_install_cron
@@ -212,6 +213,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
                            f"'{PROG} stop' stops it")
     except LockFileError as exc:  # a read-only (or full) data_dir
         return usage_error(exc.strerror)
+    layout.stopped_mark.unlink(missing_ok=True)  # started again: watched again
     _setup_logging(layout)
     logging.getLogger("runner").info(
         "versions: %s", ", ".join(f"{name} {version}" for name, version in versions))
@@ -266,7 +268,7 @@ an init script's ``status`` says "program is not running": scripts test for it."
 
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.resolved import run_config
-    from runner.status import collect_status, render_status
+    from runner.status import collect_status, iso_times, render_status
 
     if getattr(args, "cluster", False) and not config.redis_url:
         return usage_error("status --cluster: no cluster here: give --redis-url URL (or "
@@ -279,9 +281,10 @@ def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
         status = {"cluster": status["cluster"], "budget": status["budget"]}
         code, text = render_cluster_view(status)
         if args.json:
-            text = json.dumps(status, indent=1, default=str)
+            text = json.dumps(iso_times(status), indent=1, default=str)
     else:
-        text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
+        text = (json.dumps(iso_times(status), indent=1, default=str) if args.json
+                else render_status(status))
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `status | head -1`: the reader had enough, which is no error
@@ -291,11 +294,23 @@ def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
     return code
 
 
+def mark_stopped(path: Path, pid: int | None) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"stopped by {PROG} stop at {stamp} (runner pid {pid})\n")
+    except OSError as exc:
+        print(f"{PROG}: warning: cannot write {path} ({exc.strerror}): the watchdog will "
+              f"restart the collector", file=sys.stderr)
+
+
 def cmd_stop(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.pidfile import running_pid
 
     layout = DataLayout(config.data_dir)
     pid = running_pid(layout.runner_pidfile)
+    # Before the signal: a watchdog that runs while the runner stops must not restart it.
+    mark_stopped(layout.stopped_mark, pid)
     if pid is None:
         print(f"no runner is running on {config.data_dir}", file=sys.stderr)
         return 0

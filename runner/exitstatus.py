@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import signal
 
+from scraper.outcome import NOTHING_FETCHED_EXIT
+
 
 def describe_exit(status: int) -> tuple[bool, str]:
     """(succeeded, ``exit 1`` / ``killed by SIGKILL``) from a ``waitpid`` status."""
@@ -12,4 +14,6 @@ def describe_exit(status: int) -> tuple[bool, str]:
         sig = os.WTERMSIG(status)
         return False, f"killed by {signal.Signals(sig).name}"
     code = os.waitstatus_to_exitcode(status)
+    if code == NOTHING_FETCHED_EXIT:  # a round that ended: health judges what it fetched
+        return True, f"exit {code} (round fetched nothing)"
     return code == 0, f"exit {code}"

@@ -24,12 +24,11 @@ from dataclasses import dataclass
 
 from runner.state import SlotRecord, SlotStatus
 from scraper.config import HealthConfig
-from scraper.outcome import empty_reason
+from scraper.outcome import NO_DATA, empty_reason, round_problem
 from scraper.statefile import WorkerRecord
-from scraper.units import format_duration
+from scraper.units import counted, format_duration
 
 UNHEALTHY = ("failing", "empty", "drift", "hung")
-NO_DATA = "no answer carried data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +103,10 @@ def round_failed(record: WorkerRecord | None) -> str | None:
     (everything already collected and unchanged) is not a failure."""
     if record is None:
         return "left no state file"
-    if record.empty_listings:
-        return empty_reason(record.empty_listing_url)
-    if record.drift_listings:
+    if record.drift_listings and not record.empty_listings:
         return record.drift or "markup drift"
-    if record.requests and not record.ok:
-        plural = "s" if record.requests != 1 else ""
-        return f"fetched nothing in {record.requests} request{plural} " \
-               f"({record.first_error or NO_DATA})"
-    return None
+    return round_problem(record.requests, record.ok, record.empty_listing_url,
+                         record.empty_listings, record.first_error)
 
 
 def once_summary(spider: str, records: list[WorkerRecord | None],
@@ -122,7 +116,8 @@ def once_summary(spider: str, records: list[WorkerRecord | None],
     n = len(records)
     pages = sum(r.pages for r in records if r)
     items = sum(r.items for r in records if r)
-    line = f"{spider}: {n - len(problems)}/{n} shards ok, {pages} pages, {items} new items"
+    line = (f"{spider}: {n - len(problems)}/{n} shards ok, {counted(pages, 'page')}, "
+            f"{counted(items, 'new item')}")
     if problems:
         line += f"; {problems[0]}"
     return line

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from scraper.config import SPIDER_NAMES, CollectorConfig
 from scraper.layout import worker_slug
 from scraper.sharding import Shard
+from scraper.units import counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ class Plan:
         for n, (spider, k) in enumerate(self.counts.items()):
             shards = f" (0/{k}..{k - 1}/{k})" if n == 0 and k > 1 else ""
             parts.append(f"{spider} {k}{shards}")
-        text = f"plan: {', '.join(parts) or 'nothing to run'} — {self.total} workers"
+        text = f"plan: {', '.join(parts) or 'nothing to run'} — {counted(self.total, 'worker')}"
         unused = self.requested - self.total
         if unused > 0:
             text += f" ({unused} of --workers {self.requested} not started: no spider has " \

@@ -31,17 +31,26 @@ def redis_url_arg(text: str) -> str:
 
 def config_option(parser: argparse.ArgumentParser, default: object) -> None:
     parser.add_argument("--config", metavar="PATH", default=default,
-                        help="collector.yaml to use (else $COLLECTOR_CONFIG, ./collector.yaml)")
+                        help="collector.yaml to use (else $COLLECTOR_CONFIG, else the closest "
+                             "collector.yaml here or above)")
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--workers", type=positive_int, required=True, metavar="N")
+    run.add_argument("--workers", type=positive_int, required=True, metavar="N",
+                     help="worker processes, shared among the spiders by weight; each is "
+                          "scrapy crawl SPIDER -a shard=i/k (the plan is printed at start)")
     run.add_argument("--spiders", type=spider_list, default=list(SPIDER_NAMES),
                      metavar="LIST", help="comma-separated: trending,search,docs")
     run.add_argument("--once", action="store_true",
-                     help="every worker runs one round; exit 0 if all succeeded")
-    run.add_argument("--memory-budget", type=size_bytes, metavar="SIZE")
-    run.add_argument("--force", action="store_true", help="start even if memory looks short")
+                     help="every worker runs one round; exit 1 if any failed or fetched "
+                          "nothing, else 0")
+    run.add_argument("--memory-budget", type=size_bytes, metavar="SIZE",
+                     help="memory the workers may use, e.g. 2G (else config memory_budget, "
+                          "the cgroup limit, total RAM); a plan estimated above 80%% of it "
+                          "is refused")
+    run.add_argument("--force", action="store_true",
+                     help="start even when the plan's memory estimate exceeds 80%% of the "
+                          "budget (with a warning)")
     run.add_argument("--redis-url", type=redis_url_arg, metavar="URL",
                      help="distributed mode: share work, dedup and budget through this Redis "
                           "(else config redis_url)")

@@ -108,6 +108,23 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     return result
 
 
+TIME_KEY_SUFFIXES = ("_at", "_since")
+"""Keys of ``status --json`` that hold a moment (epoch seconds inside the runner's files)."""
+
+
+def iso_times(value: Any, key: str = "") -> Any:
+    """``value`` with every moment as ISO-8601 UTC (``2026-12-01T10:07:26Z``), as items and
+    the catalog write them; durations (``resets_in``, ``next_round_in``) stay seconds."""
+    if isinstance(value, dict):
+        return {k: iso_times(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [iso_times(v, key) for v in value]
+    if (key.endswith(TIME_KEY_SUFFIXES) and isinstance(value, int | float)
+            and not isinstance(value, bool)):
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(value))
+    return value
+
+
 def progress_note(stats: dict[str, Any]) -> str | None:
     """How far a worker's round has got, where its spider says (search: ``slice 12/31``)."""
     total = stats.get("search/slices_total")

@@ -29,6 +29,7 @@ from runner.autoscale import AutoscaledPool, cpu_cores
 from runner.cluster import box_summary
 from runner.dataset.schedule import CatalogSchedule
 from runner.exitstatus import describe_exit
+from runner.flownotice import DataFlowNotices
 from runner.memory import MemoryGuard
 from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
@@ -184,6 +185,7 @@ class Supervisor:
         self.force = False
         self.started_at = time.time()  # shown
         self.memory_warned = False
+        self.flow = DataFlowNotices()
         self.disk_full_since: float | None = None
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
@@ -412,7 +414,9 @@ class Supervisor:
         state.pid = None
         state.last_exit = how
         worker = read_worker(self.layout.worker_state(state.slot.spider, state.slot.shard))
-        if worker and worker.is_round_of(state.round_pid):
+        if worker and not worker.is_round_of(state.round_pid):
+            worker = None
+        if worker:
             state.outcome = worker
             state.items_total += worker.items
             state.peak_pss_mb = max(state.peak_pss_mb, worker.pss_mb)
@@ -431,6 +435,7 @@ class Supervisor:
             self._disk_full()
             return
         if ok:
+            self.flow.round_ended(state.slot.spider, str(state.slot.shard), worker)
             state.rounds += 1
             state.failures = 0
             state.state = SlotStatus.DONE if self.once else SlotStatus.SLEEPING

@@ -10,6 +10,8 @@ from typing import NoReturn
 PROG = "python -m runner"
 USAGE_ERROR = 2
 """Exit status for anything the user must fix (arguments, config, a refused plan)."""
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
 TROUBLE = 1
 """Exit status of a cron job that found the collector in trouble and could not fix it."""
 

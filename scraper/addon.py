@@ -2,8 +2,9 @@
 
 The config is read once per process: by the runner, which validates it and hands the object to
 the workers it forks (:func:`use_config`), or, in a ``scrapy crawl`` started by hand, here on
-first use (``COLLECTOR_CONFIG``, else ``$COLLECTOR_CONFIG``, else ``./collector.yaml``). Either
-way a worker is exactly ``scrapy crawl SPIDER -a shard=i/N`` and reads the same settings.
+first use (``COLLECTOR_CONFIG``, else ``$COLLECTOR_CONFIG``, else the closest
+``collector.yaml`` here or above). Either way a worker is exactly ``scrapy crawl SPIDER -a
+shard=i/N`` and reads the same settings.
 
 Everything is set at project priority: over scraper/settings.py's defaults, under the spider's
 ``custom_settings`` and the config's per-spider ``settings:`` (spider priority), and under

@@ -1,7 +1,8 @@
 """The collector's one configuration object, read from one YAML file and validated on load.
 
 Where the file comes from: ``--config PATH`` (runner commands), else the ``COLLECTOR_CONFIG``
-environment variable, else ``./collector.yaml``, else the built-in defaults, which collect from
+environment variable, else the closest ``collector.yaml`` in the working directory or a
+parent of it, else the built-in defaults, which collect from
 the real GitHub, so the collector runs with no file at all.
 
 Every problem is one line naming the file, the key path, the value and what is allowed::
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from scraper import settings as defaults
+from scraper.settingtypes import setting_problem
 from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from scraper.urlmask import mask_url
 
@@ -226,14 +228,18 @@ class CollectorConfig:
 
 
 def resolve_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """The file to read: explicit path, else $COLLECTOR_CONFIG, else ./collector.yaml if present."""
+    """The file to read: explicit path, else $COLLECTOR_CONFIG, else the closest collector.yaml
+    in the working directory or above it (as Scrapy finds scrapy.cfg), else None: defaults."""
     if explicit:
         return Path(explicit)
     from_env = os.environ.get(CONFIG_ENV)
     if from_env:
         return Path(from_env)
     default = Path(DEFAULT_CONFIG_FILE)
-    return default if default.exists() else None
+    if default.exists():
+        return default
+    return next((parent / DEFAULT_CONFIG_FILE for parent in Path.cwd().parents
+                 if (parent / DEFAULT_CONFIG_FILE).exists()), None)
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None,
@@ -414,6 +420,9 @@ class _Reader:
         for key in mapping:
             if not _SETTING_RE.fullmatch(key):
                 self.bad(_join(path, key), key, "a Scrapy setting name such as DOWNLOAD_DELAY")
+            expected = setting_problem(key, mapping[key])
+            if expected:
+                self.bad(_join(path, key), mapping[key], expected)
         return dict(mapping)
 
 

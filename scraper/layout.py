@@ -159,6 +159,12 @@ class DataLayout:
         return self.state_dir / "health.json"
 
     @property
+    def stopped_mark(self) -> Path:
+        """Written by ``runner stop``, removed when a runner starts: the watchdog leaves a
+        collector stopped on purpose alone."""
+        return self.state_dir / "stopped-on-purpose"
+
+    @property
     def watchdog_lock(self) -> Path:
         return self.state_dir / "watchdog.lock"
 

@@ -13,11 +13,17 @@ from urllib.parse import urlsplit
 
 from scrapy.statscollectors import StatsCollector
 
+from scraper.units import counted
+
 FIRST_ERROR = "outcome/first_error"
 EMPTY_LISTINGS = "outcome/empty_listings"
 EMPTY_LISTING_URL = "outcome/empty_listing_url"
 CAUSE_MAX = 300
 """Characters of a cause kept: one line, whole enough to say what to fix."""
+NO_DATA = "no answer carried data"
+NOTHING_FETCHED_EXIT = 5
+"""``scrapy crawl``'s exit status when its round fetched nothing (:func:`fetched_nothing`): not
+a crash, so the runner schedules the next round as usual and health judges the shard."""
 
 
 def failure_cause(exc: BaseException, url: str) -> str:
@@ -72,3 +78,28 @@ def ok_answers(stats: dict[str, Any]) -> int:
     return sum(count for key, count in stats.items() if key.startswith(prefix)
                and isinstance(count, int) and (key[len(prefix):].startswith("2")
                                                or key.endswith("/304")))
+
+
+def round_problem(requests: int, ok: int, empty_listing_url: str | None, empty_listings: int,
+                  first_error: str | None) -> str | None:
+    """Why a finished round failed, or None: it sent requests and no answer carried data, or a
+    listing page parsed to zero rows. A round with nothing to send (everything already
+    collected and unchanged) is not a failure."""
+    if empty_listings:
+        return empty_reason(empty_listing_url)
+    if requests and not ok:
+        return f"fetched nothing in {counted(requests, 'request')} ({first_error or NO_DATA})"
+    return None
+
+
+def fetched_nothing(stats: dict[str, Any]) -> bool:
+    """The round sent requests and no answer carried data (a listing page with zero rows is
+    health's ``empty``, said in the summary, but data did come)."""
+    return bool(stats.get("downloader/request_count", 0)) and not ok_answers(stats)
+
+
+def stats_problem(stats: dict[str, Any]) -> str | None:
+    """:func:`round_problem` of a round's Scrapy stats."""
+    return round_problem(stats.get("downloader/request_count", 0), ok_answers(stats),
+                         stats.get(EMPTY_LISTING_URL), stats.get(EMPTY_LISTINGS, 0),
+                         stats.get(FIRST_ERROR))

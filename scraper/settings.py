@@ -17,7 +17,8 @@ USER_AGENT = "hubcollect/0.1 (+https://github.com/hubcollect/hubcollect)"
 # The config's own defaults (scraper/config.py) are these values.
 ADDONS = {"scraper.addon.CollectorAddon": 0}
 COLLECTOR_CONFIG = None
-"""Path of collector.yaml; None = $COLLECTOR_CONFIG, else ./collector.yaml, else defaults."""
+"""Path of collector.yaml; None = $COLLECTOR_CONFIG, else the closest collector.yaml in the
+working directory or above, else defaults."""
 COLLECTOR_DATA_DIR = "data"
 """The config's data_dir; every store and file lives under it (scraper.layout.DataLayout)."""
 COLLECTOR_SPIDER_SETTINGS: dict = {}
@@ -191,6 +192,9 @@ ITEM_PIPELINES = {
     "pipelines.fidelity.CodeFidelityPipeline": 800,  # after dedup: a page logged once
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+ITEMSTORE_ENABLED = True
+"""False (``-s ITEMSTORE_ENABLED=0``): this run writes nothing under data/items/, its items go
+to the feeds (``-o out.csv``) only: an export that leaves the collection as it was."""
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
 TRENDING_MAX_ELEMENTS = 30_000
@@ -210,6 +214,10 @@ distributed mode too."""
 TRENDING_ARCHIVE_RETENTION = None
 """Seconds an archived page is kept; None = forever. ``scrapy crawl`` sets it from the config's
 ``spiders.trending.archive_retention``."""
+LOG_STARTUP_COMPONENTS = False
+"""Scrapy's lists of enabled components and overridden settings at each crawl's start (about
+4 KB, the same every round of every worker): off; ``-s LOG_STARTUP_COMPONENTS=1`` logs them
+(scraper/quietlog.py)."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""

@@ -13,6 +13,9 @@ RESET_ARGUMENTS = ("deltafetch_reset", "contenthash_reset")
 this run (the stores are kept and updated)."""
 SPIDER_ARGUMENTS = ("shard", *RESET_ARGUMENTS)
 """The ``-a`` arguments every collector spider takes; anything else is refused."""
+SCRAPYD_ARGUMENTS = ("_job", "_version")
+"""What scrapyd adds to every crawl it launches (``-a _job=ID``, and ``-a _version=V`` when
+scheduled with one): accepted, kept as spider attributes, never deciding what is fetched."""
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")

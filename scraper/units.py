@@ -75,3 +75,8 @@ def format_duration(seconds: float | None) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 page``, ``2 pages``, ``0 new items``: the number with its noun in the right form."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

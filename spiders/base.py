@@ -19,6 +19,7 @@ from scraper.outcome import failure_cause, note_error
 from scraper.sharding import UNSHARDED, Shard
 from scraper.spiderargs import (
     RESET_ARGUMENTS,
+    SCRAPYD_ARGUMENTS,
     SPIDER_ARGUMENTS,
     SpiderArgumentError,
     parse_switch,
@@ -35,7 +36,7 @@ class CollectorSpider(scrapy.Spider):
         # Read by the dedup components (scrapy-deltafetch's convention: a spider attribute).
         switches = {name: parse_switch(name, kwargs.pop(name))
                     for name in RESET_ARGUMENTS if name in kwargs}
-        unknown = sorted(set(kwargs) - {"name", "start_urls"})
+        unknown = sorted(set(kwargs) - {"name", "start_urls", *SCRAPYD_ARGUMENTS})
         if unknown:
             raise SpiderArgumentError(
                 f"-a {unknown[0]}: not an argument of this spider; it takes: "

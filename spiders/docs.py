@@ -30,6 +30,11 @@ class DocsSpider(CollectorSpider):
         "DOWNLOAD_WARNSIZE": 1024 * 1024,
     }
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Per site: the URLs this round has asked for (the site cap's count).
+        self.site_urls: dict[str, set[str]] = {}
+
     @property
     def refresh_after(self) -> float:
         """Read by the deltafetch middleware: a stored page is fetched again after this long."""
@@ -53,8 +58,6 @@ class DocsSpider(CollectorSpider):
             self.crawler.stats.inc_value("sitecap/refunded")
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        # Per site: the URLs this round has asked for (the site cap's count).
-        self.site_urls: dict[str, set[str]] = {}
         for start_url in self.my_entries():
             prefix = site_prefix(start_url)
             self.site_urls.setdefault(prefix, set()).add(start_url)
@@ -63,7 +66,7 @@ class DocsSpider(CollectorSpider):
                                  meta={"deltafetch_enabled": False, "site": prefix})
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        prefix = response.meta["site"]
+        prefix = response.meta.get("site") or self.site_of(response.url)
         if not response.url.startswith(prefix):
             # Redirected off the site (another host, or outside the start URL's directory).
             self.crawler.stats.inc_value("docs/offsite_redirects")
@@ -100,6 +103,14 @@ class DocsSpider(CollectorSpider):
         for url in new_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
                                  meta={"site": prefix})
+
+    def site_of(self, url: str) -> str:
+        """The site of a page asked for by hand (``scrapy parse URL --spider docs``): the start
+        URL's it falls under, else its own directory."""
+        prefixes = [site_prefix(start) for start in self.start_entries()]
+        site = max((p for p in prefixes if url.startswith(p)), key=len, default=site_prefix(url))
+        self.site_urls.setdefault(site, set()).add(url)
+        return site
 
     def new_links(self, selector: Selector, page_url: str, prefix: str) -> list[str]:
         """The page's links this round has not asked for yet, each once — also those past the

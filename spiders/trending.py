@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import scrapy
 from scrapy.crawler import Crawler
@@ -68,8 +68,7 @@ class TrendingSpider(CollectorSpider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[CollectedItem]:
         observed_at = now_ms()
-        period, language = response.meta["period"], response.meta["language"]
-        spoken = response.meta.get("spoken", "")
+        language, period, spoken = listing_of(response)
         cap = self.settings.getint("TRENDING_MAX_ROWS")
         elements = self.settings.getint("TRENDING_MAX_ELEMENTS")
         # Cut on the bytes, before any tree or decoded copy exists: a 15 MB page of cells
@@ -126,6 +125,18 @@ class TrendingSpider(CollectorSpider):
                 trending_language=language or None, spoken_language_code=spoken or None,
                 built_by=list(row.built_by), rank=row.rank,
             ))
+
+
+def listing_of(response: Response) -> tuple[str, str, str]:
+    """(language, period, spoken language) of a listing page: its request's, or read from the
+    URL of one asked for by hand (``scrapy parse https://github.com/trending/python?since=weekly``)."""
+    if "period" in response.meta:
+        return response.meta["language"], response.meta["period"], response.meta.get("spoken", "")
+    parts = urlsplit(response.url)
+    language = parts.path.rstrip("/").removeprefix("/trending").lstrip("/")
+    query = parse_qs(parts.query)
+    return (language, query.get("since", ["daily"])[0],
+            query.get("spoken_language_code", [""])[0])
 
 
 def now_ms() -> str:

@@ -82,6 +82,12 @@ class Collector:
         return subprocess.run([*argv, *args], cwd=REPO_ROOT, env=env or self.env(),
                               capture_output=True, text=True, timeout=timeout)
 
+    def scrapy(self, *args: str, timeout: float = 120, cwd: Path = REPO_ROOT
+               ) -> subprocess.CompletedProcess[str]:
+        """Any ``scrapy`` command (shell, fetch, parse, list …) with this collector's config."""
+        return subprocess.run([*SCRAPY, *args], cwd=cwd, env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
+
     def start_crawl(self, spider: str, shard: str | None = None,
                     env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         argv = [*SCRAPY, "crawl", spider] + (["-a", f"shard={shard}"] if shard else [])
@@ -182,3 +188,12 @@ def peak_rss_mb(pid: int) -> float | None:
     except OSError:
         return None
     return None
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -37,6 +37,7 @@ from scraper.budget.limits import (
 )
 from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming, PauseResult
 from scraper.layout import DataLayout
+from scraper.outcome import NOTHING_FETCHED_EXIT
 from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
 from tests.support import REPO_ROOT, SCRAPY, Collector
 
@@ -570,7 +571,10 @@ def test_bad_credentials_stop_the_worker_with_one_error(collector: Collector,
     started = time.time()
     result = collector.crawl("search", "0/1", timeout=60, env=collector.env(GITHUB_TOKEN="bad"))
     took = time.time() - started
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == NOTHING_FETCHED_EXIT, result.stderr[-2000:]
+    assert re.search(r"ended: github_bad_credentials \(nothing new written\); fetched nothing "
+                     r"in \d+ requests? \(GitHub answered 401 Bad credentials for the token in "
+                     r"\$GITHUB_TOKEN\)\n$", result.stderr), result.stderr
     assert took < 30
     log = collector.log("search")
     errors = [line for line in log.splitlines() if " ERROR: " in line]

@@ -442,6 +442,8 @@ def test_feeds_validate_as_atom_one_entry_per_repository_new_on_the_list(built: 
         for required in ("id", "title", "updated"):
             assert len(root.findall(f"{ATOM}{required}")) == 1, required
         assert root.find(f"{ATOM}author/{ATOM}name").text
+        assert [link.get("href") for link in root.findall(f"{ATOM}link")
+                if link.get("rel") == "self"] == [f"trending-daily-{language or 'all'}.atom"]
         entries = root.findall(f"{ATOM}entry")
         expected = [name for name, in conn.execute(
             "SELECT full_name FROM trending_history WHERE period = 'daily' AND "
@@ -468,6 +470,8 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
         columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
         assert list(spec["columns"]) == columns, table
         assert spec["title"] and all(spec["columns"].values())
+    hidden = {name for name, spec in database["tables"].items() if spec.get("hidden")}
+    assert hidden == {"budget_samples", "loaded_files", "size_samples"}
     assert set(database["queries"]) == {"rising_this_week", "longest_on_trending",
                                         "when_was_it_trending", "recently_changed_docs"}
     (name,) = conn.execute("SELECT full_name FROM trending_history LIMIT 1").fetchone()

@@ -31,6 +31,7 @@ from scraper.config import (
     load_config,
     parse_config,
 )
+from scraper.outcome import NOTHING_FETCHED_EXIT
 from scraper.units import parse_duration, parse_size
 from tests.support import REPO_ROOT, RUNNER, SCRAPY
 
@@ -522,21 +523,22 @@ def test_crawl_argument_names(pairs: list[tuple[str, str]], with_equals: bool,
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("extra, ok", [
-    (["-a", "shard=0/1"], True),
-    (["-a", "shard=1/3"], True),
-    (["-a", "shard=3/3"], False),
-    (["-a", "shard=٠/١"], False),
-    (["-a", "shard=0/" + "9" * 5000], False),
-    (["-a", "shard"], False),
-    (["-a", "shards=0/1"], False),
-    (["-a", "shard=0/1", "-a", "name=x"], False),
-    (["-s", "NOEQUALS"], False),
-    (["-o"], False),
+@pytest.mark.parametrize("extra, status", [
+    (["-a", "shard=0/1"], NOTHING_FETCHED_EXIT),
+    (["-a", "shard=1/3"], 0),
+    (["-a", "shard=3/3"], 2),
+    (["-a", "shard=٠/١"], 2),
+    (["-a", "shard=0/" + "9" * 5000], 2),
+    (["-a", "shard"], 2),
+    (["-a", "shards=0/1"], 2),
+    (["-a", "shard=0/1", "-a", "name=x"], 2),
+    (["-s", "NOEQUALS"], 2),
+    (["-o"], 2),
 ])
-def test_crawl_arguments_subprocess(tmp_path: Path, extra: list[str], ok: bool) -> None:
+def test_crawl_arguments_subprocess(tmp_path: Path, extra: list[str], status: int) -> None:
     config = tmp_path / "collector.yaml"
-    # The valid ones crawl a dead address: they run and finish, offline, with exit 0.
+    # The valid ones crawl a dead address: they run and finish, offline; a shard with a start
+    # entry fetched nothing (exit 5), one with none had nothing to send (exit 0).
     config.write_text(dump({"data_dir": str(tmp_path / "data"),
                             "github": {"web_url": DEAD_URL, "api_url": DEAD_URL},
                             "spiders": {"trending": {"languages": [""], "periods": ["daily"],
@@ -545,10 +547,8 @@ def test_crawl_arguments_subprocess(tmp_path: Path, extra: list[str], ok: bool) 
     result = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "trending", *extra],
                             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert "Traceback" not in result.stderr
-    if ok:
-        assert result.returncode == 0, result.stderr
-    else:
-        assert result.returncode == 2, result.stderr
+    assert result.returncode == status, result.stderr
+    if status == 2:
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("scrapy crawl: "), result.stderr
 

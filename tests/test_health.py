@@ -22,6 +22,7 @@ import pytest
 
 from runner.pidfile import PidFile
 from runner.state import HealthMemory, SlotRecord, StatusFile, write_health_memory, write_status
+from scraper.outcome import NOTHING_FETCHED_EXIT
 from scraper.statefile import WorkerRecord, write_worker
 from tests.support import RUNNER, Collector, wait_for
 from tests.test_ops import Ops, Webhook
@@ -181,7 +182,7 @@ def test_a_sigstopped_worker_is_reported_after_max_round_and_restarted(
     assert len(lines) == 2, result.stdout
     assert lines[0].startswith("collector unhealthy: docs 1/1 shards hung (round running ")
     assert lines[0].endswith("> max 5s); restarting")
-    assert lines[1] == "collector restarted: 1 workers"
+    assert lines[1] == "collector restarted: 1 worker"
     assert first.wait(timeout=10) == 0
     assert ops.runner_pid() not in (None, first.pid)
 
@@ -331,7 +332,7 @@ def test_a_refused_connection_costs_no_github_budget(collector: Collector) -> No
                                         "api_url": f"http://127.0.0.1:{port}",
                                         "limits": {"search": {"limit": 3600, "window": "1h"}}}})
     done = collector.crawl("search", timeout=90)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == NOTHING_FETCHED_EXIT, done.stderr
     # 8 requests refused, paced a second apart: GitHub saw none of them, none is booked.
     shown = json.loads(collector.runner("status", "--json").stdout)
     search = next(row for row in shown["budget"] if row["resource"] == "search")

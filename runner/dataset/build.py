@@ -37,6 +37,7 @@ from runner.dataset.records import (
 )
 from runner.dataset.schema import connect
 from runner.ops.joblock import exclusive_or_skip
+from runner.usage import INTERRUPTED
 from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
 from scraper.items import utc_stamp
@@ -317,6 +318,10 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
     except OSError as exc:
         print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Each file is loaded in its own transaction: what was finished stays, the rest waits.
+        print(f"{PROG}: interrupted; run it again to finish", file=sys.stderr)
+        return INTERRUPTED
     except sqlite3.Error as exc:  # a full disk, an I/O error: nothing half-loaded stays
         print(f"{PROG}: {layout.catalog_db}: {exc}", file=sys.stderr)
         return 1

@@ -70,6 +70,9 @@ def render_feed(period: str, language: str, entries: list[tuple[Any, ...]],
     feed.subtitle(f"Repositories newly on the GitHub {label} list, as hubcollect saw them")
     feed.author({"name": "hubcollect"})
     feed.link(href=f"{list_url}{query}", rel="alternate")
+    # Relative: the feed's own name, resolved against wherever it is served from (RFC 4287
+    # allows a reference; a reader that subscribes knows the URL it fetched).
+    feed.link(href=feed_name(period, language, spoken), rel="self")
     feed.language("en")
     # Newest first in the feed: feedgen writes entries in reverse order of adding.
     for full_name, first_seen, best_rank, stars, description, repo_language, rank in \

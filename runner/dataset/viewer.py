@@ -26,6 +26,9 @@ from scraper.layout import DataLayout
 
 PROG = f"{RUNNER} view"
 CANNED_LIMIT = 100
+BOOKKEEPING_TABLES = ("loaded_files", "size_samples", "budget_samples")
+"""The catalog's own records: hidden in Datasette (listed under its hidden tables, after the
+data), so the first tables a visitor sees are the collected ones."""
 
 
 def metadata(database: str = "catalog") -> dict[str, Any]:
@@ -52,6 +55,7 @@ def metadata(database: str = "catalog") -> dict[str, Any]:
             "tables": {table.name: {
                 "title": table.title,
                 "columns": {name: meaning for name, _, meaning in table.columns},
+                **({"hidden": True} if table.name in BOOKKEEPING_TABLES else {}),
             } for table in TABLES},
             "queries": {name: {"title": title, "description": description,
                                "sql": sql.replace(*limit)}

@@ -62,6 +62,7 @@ from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 from scraper.settings import REDIS_KEY_PREFIX
 from scraper.statefile import read_worker
+from scraper.units import counted
 
 
 def register(parser: argparse.ArgumentParser,
@@ -124,6 +125,8 @@ def _watch_box(args: argparse.Namespace, config: CollectorConfig) -> int:
 def _check(status: StatusFile | None, launch: RunnerLaunch, layout: DataLayout,
            config: CollectorConfig, min_workers: int | None) -> int:
     lock_pid = running_pid(layout.runner_pidfile)
+    if lock_pid is None and layout.stopped_mark.exists():
+        return 0  # stopped on purpose (`runner stop`): nothing to say until it is started
     if launch.once:
         if lock_pid is not None:
             return 0  # a one-off round: not the watchdog's to judge
@@ -205,7 +208,7 @@ def _restart(verdict: Verdict, launch: RunnerLaunch, layout: DataLayout,
         line = f"collector restart failed: {exc}"
         code = TROUBLE
     else:
-        line = f"collector restarted: {healthy} workers"
+        line = f"collector restarted: {counted(healthy, 'worker')}"
         code = 0
     say(config, line)
     log_to_runner_log(layout, "runner.watchdog", logging.INFO if code == 0 else logging.ERROR,

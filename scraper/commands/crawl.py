@@ -15,10 +15,11 @@ from typing import NoReturn
 from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.addon import apply
-from scraper.config import ConfigError
+from scraper.config import ConfigError, resolve_config_path
 from scraper.diskspace import (
     DISK_FULL_EXIT,
     DISK_FULL_REASON,
@@ -28,9 +29,19 @@ from scraper.diskspace import (
     probe_writable,
 )
 from scraper.extensions.logrotate import open_log
+from scraper.feedfilter import rows_only_feeds
 from scraper.layout import DataLayout
+from scraper.outcome import NOTHING_FETCHED_EXIT, fetched_nothing
+from scraper.quietlog import quiet_startup
+from scraper.settingtypes import setting_problem
 from scraper.sharding import UNSHARDED, Shard, ShardError
-from scraper.spiderargs import RESET_ARGUMENTS, SPIDER_ARGUMENTS, SpiderArgumentError, parse_switch
+from scraper.spiderargs import (
+    RESET_ARGUMENTS,
+    SCRAPYD_ARGUMENTS,
+    SPIDER_ARGUMENTS,
+    SpiderArgumentError,
+    parse_switch,
+)
 from scraper.units import format_size
 from scraper.workerlock import WorkerLockedError, acquire_worker_lock
 
@@ -47,6 +58,7 @@ def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
 
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
+    failed_round = False
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -69,7 +81,7 @@ class Command(ScrapyCrawlCommand):
         loader = get_spider_loader(self.settings)
         if args[0] not in loader.list():
             fail(f"no spider named {args[0]!r}; the spiders are: {', '.join(loader.list())}")
-        unknown = sorted(set(opts.spargs) - set(SPIDER_ARGUMENTS))
+        unknown = sorted(set(opts.spargs) - {*SPIDER_ARGUMENTS, *SCRAPYD_ARGUMENTS})
         if unknown:
             fail(f"-a {unknown[0]}: not an argument of the spiders; they take: "
                  + ", ".join(SPIDER_ARGUMENTS))
@@ -79,6 +91,10 @@ class Command(ScrapyCrawlCommand):
                     parse_switch(name, opts.spargs[name])
         except SpiderArgumentError as exc:
             fail(str(exc))
+        self._check_command_line_settings()
+        feeds = rows_only_feeds(self.settings)
+        if feeds is not None:
+            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS"))
         try:
             self.shard = Shard.parse(opts.spargs["shard"]) if "shard" in opts.spargs else UNSHARDED
         except ShardError as exc:
@@ -96,6 +112,15 @@ class Command(ScrapyCrawlCommand):
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
         # refused process must not write its start-up banner into the running worker's log.
         self._claim_spider_shard()
+
+    def _check_command_line_settings(self) -> None:
+        assert self.settings is not None
+        cmdline = SETTINGS_PRIORITIES["cmdline"]
+        for name, value in self.settings.items():
+            if self.settings.getpriority(name) == cmdline:
+                expected = setting_problem(name, value)
+                if expected:
+                    fail(f"-s {name}={value!r} is not valid: expected {expected}")
 
     def _claim_spider_shard(self) -> None:
         label = f"{self.spider_name} {self.shard}"
@@ -115,16 +140,21 @@ class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         label = f"{self.spider_name} {self.shard}"
         if sys.stderr.isatty() and self.settings.get("LOG_FILE"):
-            print(f"{label}: logging to {self.settings['LOG_FILE']}", file=sys.stderr)
+            source = resolve_config_path(self.settings.get("COLLECTOR_CONFIG"))
+            print(f"{label}: config {source or 'built-in defaults (no collector.yaml)'}, "
+                  f"logging to {self.settings['LOG_FILE']}", file=sys.stderr)
         # On a full disk a log line can't be written: drop it rather than print a traceback.
         logging.raiseExceptions = False
         # Scrapy logs a DEBUG line per page and per item ("Crawled", "Scraped", duplicates
         # dropped) and leaves its loggers at NOTSET, so each builds a LogRecord that the handler
         # then drops: at the handler's level, the logger drops them before they are built.
         logging.getLogger("scrapy").setLevel(self.settings["LOG_LEVEL"])
+        quiet_startup(self.settings)
         super().run(args, opts)
         if self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
+        elif self.failed_round and not self.exitcode:
+            self.exitcode = NOTHING_FETCHED_EXIT
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         if self.settings.getbool("COLLECTOR_DISTRIBUTED"):
@@ -138,5 +168,7 @@ class Command(ScrapyCrawlCommand):
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         return crawler
 
-    def _spider_closed(self, reason: str) -> None:
+    def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.finish_reason = reason
+        assert spider.crawler.stats is not None
+        self.failed_round = fetched_nothing(spider.crawler.stats.get_stats())

@@ -58,6 +58,7 @@ from scraper.budget.store import BucketKey, BucketSpec, Ticket
 from scraper.config import RateLimit
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.engine import engine_closing
+from scraper.outcome import note_error
 from scraper.stores.base import BudgetStorage, StoreUnavailable, build_store
 
 logger = logging.getLogger(__name__)
@@ -416,6 +417,9 @@ class BudgetMiddleware:
         self._credentials_rejected = True
         engine, spider = self.crawler.engine, self.crawler.spider
         name = spider.name if spider is not None else "this"
+        if self.crawler.stats is not None:
+            note_error(self.crawler.stats, f"GitHub answered 401 Bad credentials for the token "
+                                           f"in ${self.token_env}")
         logger.error("GitHub answered 401 Bad credentials for the token in $%s "
                      "(%s): stopping this %s worker; set a valid token in $%s, or unset it to "
                      "run anonymously", self.token_env, identity_label(self.identity), name,

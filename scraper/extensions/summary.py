@@ -4,9 +4,11 @@
 
     docs 0/4: 12 pages, 3 new items, 169 skipped as collected, 2 duplicates dropped (data/it…)
 
-A Scrapy user who runs a shard that has collected before sees at once why nothing is new (and
-that ``-a deltafetch_reset=1`` exists); the runner's workers send stderr to their log, so the
-line is there too.
+A round that failed says why, with the cause health uses (``; fetched nothing in 2 requests
+(127.0.0.1:9: Connection was refused …)``), and ``scrapy crawl`` then exits with
+NOTHING_FETCHED_EXIT. A Scrapy user who runs a shard that has collected before sees at once
+why nothing is new (and that ``-a deltafetch_reset=1`` exists); the runner's workers send
+stderr to their log, so the line is there too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+
+from scraper.outcome import stats_problem
+from scraper.units import counted
 
 
 class RoundSummary:
@@ -45,10 +50,12 @@ def summary_line(crawler: Crawler, reason: str) -> str:
     written = count("itemstore/file")
     where = _short(written) if written else "nothing new written"
     ended = "" if reason == "finished" else f", ended: {reason}"
+    problem = stats_problem(stats.get_stats())  # type: ignore[union-attr]
     pages = n("response_received_count") - n("robotstxt/response_count")
-    return (f"{label}: {pages} pages, {n('item_scraped_count')} new "
-            f"items, {n('deltafetch/skipped')} skipped as collected, "
-            f"{n('contenthash/dropped')} duplicates dropped{ended} ({where})")
+    return (f"{label}: {counted(pages, 'page')}, {counted(n('item_scraped_count'), 'new item')}, "
+            f"{n('deltafetch/skipped')} skipped as collected, "
+            f"{counted(n('contenthash/dropped'), 'duplicate')} dropped{ended} ({where})"
+            + (f"; {problem}" if problem else ""))
 
 
 def _short(path: str) -> str:

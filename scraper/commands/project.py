@@ -1,0 +1,60 @@
+"""What Scrapy's own inspection commands (``scrapy shell``, ``fetch``, ``parse``) need to work in
+this project as in any other: the config as settings, and none of a round's bookkeeping.
+
+They download through the same middlewares as a crawl (the GitHub token on API requests only,
+the shared rate-limit budget, retries), with the config the add-on sets as for a crawl; they
+write nothing a round would: no item file, no URL or content record, no worker state or summary
+line. So ``scrapy parse URL --spider docs`` shows what the callback yields, whatever was
+collected before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from scrapy.settings import BaseSettings
+
+from scraper.addon import apply
+from scraper.config import ConfigError
+from scraper.quietlog import quiet_startup
+
+ROUND_BOOKKEEPING = {
+    "EXTENSIONS": ("scraper.extensions.workerstate.WorkerState",
+                   "scraper.extensions.summary.RoundSummary",
+                   "scraper.extensions.logrotate.LogRotation"),
+    "SPIDER_MIDDLEWARES": ("scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch",),
+}
+"""Components that record a round; ITEM_PIPELINES are off as a whole."""
+
+
+def without_round_bookkeeping(settings: BaseSettings) -> dict[str, Any]:
+    changes: dict[str, Any] = {"ITEM_PIPELINES": {}}
+    for name, paths in ROUND_BOOKKEEPING.items():
+        changes[name] = {**settings.getdict(name), **dict.fromkeys(paths)}
+    return changes
+
+
+class CollectorTool:
+    """Mixin for a Scrapy command class (first in the bases)."""
+
+    settings: BaseSettings | None
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)  # type: ignore[misc]
+        assert self.settings is not None
+        try:
+            # Now, for one line instead of a traceback from the add-on (scraper/addon.py),
+            # whose own call later finds the config already read.
+            apply(self.settings)
+        except (ConfigError, ValueError) as exc:
+            name = type(self).__module__.rsplit(".", 1)[-1]
+            print(f"scrapy {name}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        self.settings.setdict(without_round_bookkeeping(self.settings), priority="project")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        quiet_startup(self.settings)
+        super().run(args, opts)  # type: ignore[misc]
