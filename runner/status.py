@@ -67,7 +67,8 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     workers = []
     for slot in status.workers:
         live = read_worker(layout.workers_state_dir / f"{slot.slug}.json")
-        verdict = shard_health(slot, live, config.health, config.round_interval, mono)
+        verdict = shard_health(slot, live, config.health,
+                               config.round_interval_of(slot.spider), mono)
         workers.append(worker_row(slot, live, runner["alive"], now, verdict))
     # A --once run that ended by itself is finished, not down.
     runner["finished"] = bool(recorded and not runner["alive"] and status.runner.once

@@ -358,7 +358,8 @@ class Supervisor:
             state.rounds += 1
             state.failures = 0
             state.state = "done" if self.once else "sleeping"
-            state.next_start = time.monotonic() + self.config.round_interval
+            state.next_start = (time.monotonic()
+                                + self.config.round_interval_of(state.slot.spider))
             self._record_memory()
             return
         state.failures += 1
@@ -470,7 +471,7 @@ class Supervisor:
             updated_monotonic=mono, state="stopping" if self.stopping else "running",
             command=launch.command, cwd=launch.cwd, config=launch.config,
             data_dir=str(self.config.data_dir), plan=self.plan.describe(),
-            planned=self.plan.total, round_interval=self.config.round_interval,
+            planned=self.plan.total, round_interval=self.config.shortest_round_interval,
             once=self.once, memory_budget=self.guard.budget,
             disk_full_since=self.disk_full_since,
             # Distributed mode: which Redis (status connects with its own URL) and whether it

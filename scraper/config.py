@@ -110,6 +110,7 @@ class TrendingConfig:
     weight: int = 1
     languages: tuple[str, ...] = ("", "python", "rust", "go")
     periods: tuple[str, ...] = PERIODS
+    round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[tuple[str, str]]:
@@ -125,6 +126,7 @@ class SearchConfig:
     per_page: int = 100
     complete: bool = True  # slice past GitHub's 1000-result cap; False = the first 1000 only
     max_results_per_query: int | None = None  # a safety cap on a complete query, per round
+    round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[str]:
@@ -154,6 +156,7 @@ class DocsConfig:
     )
     max_pages_per_site: int = 2000
     refresh_after: float = 7 * 86400.0
+    round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[str]:
@@ -208,6 +211,12 @@ class AutoscaleConfig:
 
 SpiderConfig = TrendingConfig | SearchConfig | DocsConfig
 
+ROUND_INTERVALS = {"trending": 3600.0, "search": 3600.0, "docs": 21600.0}
+"""Seconds between a spider-shard's rounds when neither ``spiders.<name>.round_interval`` nor
+the global ``round_interval`` is set; README's "Cadence" gives the reasoning: trending lists
+change a few times a day, search answers cost budget and change slowly, docs pages come back
+only after ``refresh_after``."""
+
 
 @dataclass(frozen=True, slots=True)
 class CollectorConfig:
@@ -218,7 +227,8 @@ class CollectorConfig:
     trending: TrendingConfig = field(default_factory=TrendingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     docs: DocsConfig = field(default_factory=DocsConfig)
-    round_interval: float = 60.0
+    round_interval: float | None = None
+    """Every spider's interval unless its own section sets one; None: ROUND_INTERVALS."""
     stop_timeout: float = 20.0
     memory_budget: int | None = None
     logs_keep_days: int = 14
@@ -235,6 +245,18 @@ class CollectorConfig:
         if name not in SPIDER_NAMES:
             raise KeyError(name)
         return getattr(self, name)
+
+    def round_interval_of(self, name: str) -> float:
+        """Seconds between ``name``'s rounds: its own, else the global, else its default."""
+        own = self.spider(name).round_interval
+        if own is not None:
+            return own
+        return self.round_interval if self.round_interval is not None else ROUND_INTERVALS[name]
+
+    @property
+    def shortest_round_interval(self) -> float:
+        """The most often any spider runs a round (how stale the runner's status may get)."""
+        return min(self.round_interval_of(name) for name in SPIDER_NAMES)
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -550,7 +572,8 @@ def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:
 
 def _common(r: _Reader) -> dict[str, Handler]:
     """The keys every spider section takes."""
-    return {"weight": lambda path, value: r.integer(path, value, 0), "settings": r.settings}
+    return {"weight": lambda path, value: r.integer(path, value, 0), "settings": r.settings,
+            "round_interval": r.duration}
 
 
 def _trending(r: _Reader, path: str, value: Any) -> TrendingConfig:

@@ -119,6 +119,13 @@ ITEM_PIPELINES = {
     "pipelines.contenthash.ContentHashPipeline": 100,
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+ITEMSTORE_SEGMENT_SECONDS = 3600
+"""A spider-shard's rounds append to one segment, closed at the first round's end past this
+boundary (aligned to UTC; 86400 = daily): files grow with hours, not rounds. 0: a file per round."""
+ITEMSTORE_SEGMENT_BYTES = 256 * 1024 * 1024
+"""A segment also closes once it holds this much (bounds one catalog load and one file)."""
+ITEMSTORE_COMPRESS = ""
+"""``gzip``: a segment is stored as ``.jsonl.gz`` once closed (catalog and ``zcat`` read it)."""
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
 LOG_VERSIONS: list[str] = []
@@ -171,8 +178,8 @@ FEED_EXPORT_ENCODING = "utf-8"
 # GitHub budget to Redis (scraper/distributed/wiring.py); nothing below is read on one machine.
 REDIS_KEY_PREFIX = "hubcollect"  # every key starts with it: collectors can share one Redis
 DISTRIBUTED_ROUND_COOLDOWN = 60.0
-"""Seconds between the end of a cluster round and the next; ``scrapy crawl`` sets the config's
-round_interval."""
+"""Seconds between the end of a cluster round and the next; ``scrapy crawl`` sets the spider's
+round_interval from the config."""
 DISTRIBUTED_HEARTBEAT_INTERVAL = 2.0
 """Seconds between a worker's heartbeats (busy marker, process key, write-behind flush)."""
 DISTRIBUTED_CLAIM_TTL = 600

@@ -1,7 +1,8 @@
 """``python -m runner catalog``: load closed item files into ``{data_dir}/catalog.sqlite``.
 
 * **Incremental**: only files not yet in ``loaded_files`` are read; a re-run adds nothing.
-* **Safe beside the collector**: only closed ``.jsonl`` files are read (never a ``.part``);
+* **Safe beside the collector**: only closed ``.jsonl``/``.jsonl.gz`` files are read (never an
+  open segment's ``.part``);
   a closed file is never written again.
 * **Crash-safe**: each file is one transaction that also records the file as loaded, so a kill
   mid-build leaves the catalog as it was after the last whole file (readers keep using it, WAL)
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -42,6 +44,8 @@ from scraper.layout import DataLayout
 PROG = f"{RUNNER} catalog"
 CHUNK = 2000
 """Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
+CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
+"""Closed item files (segments, or a round's file in older data dirs); never ``.part``."""
 WARNINGS_PER_FILE = 5
 """Bad lines named one by one in a file; the rest are counted in one more line."""
 
@@ -170,18 +174,21 @@ def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
     for spider_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         with os.scandir(spider_dir) as entries:
             for entry in entries:
-                if not entry.name.endswith(".jsonl") or not entry.is_file():
+                if not entry.name.endswith(CLOSED_SUFFIXES) or not entry.is_file():
                     continue
                 rel = f"{spider_dir.name}/{entry.name}"
-                if conn.execute("SELECT 1 FROM loaded_files WHERE path = ?",
-                                (rel,)).fetchone() is None:
+                # A file gzipped after it was loaded (by the user, by hand) is the same file.
+                names = (rel, rel.removesuffix(".gz"))
+                if conn.execute("SELECT 1 FROM loaded_files WHERE path IN (?, ?)",
+                                names).fetchone() is None:
                     found.append((rel, Path(entry.path)))
     found.sort()
     return found
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    with open(path, "rb") as handle:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as handle:
         yield from enumerate(handle, 1)
 
 

@@ -59,7 +59,6 @@ def collector_settings(config: CollectorConfig, layout: DataLayout) -> dict[str,
         "GITHUB_TOKEN_ENV": github.token_env,
         "GITHUB_WEB_MIN_INTERVAL": github.web_min_interval,
         "GITHUB_RATE_LIMITS": github.first_guess_limits(),
-        "DISTRIBUTED_ROUND_COOLDOWN": config.round_interval,
     }
 
 
@@ -108,6 +107,8 @@ class Command(ScrapyCrawlCommand):
             fail(f"data_dir {config.data_dir}: cannot write {exc.filename}: {exc.strerror}")
         # Project priority: below the spider's own settings and below -s on the command line.
         self.settings.setdict(collector_settings(config, self.layout), priority="project")
+        self.settings.set("DISTRIBUTED_ROUND_COOLDOWN", config.round_interval_of(args[0]),
+                          priority="project")
         self.settings.set("LOG_FILE", str(log_file), priority="project")
         self._distributed_mode(config)
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
