@@ -27,6 +27,7 @@ from typing import Any
 from runner.autoscale import AutoscaledPool, cpu_cores
 from runner.dataset.schedule import CatalogSchedule
 from runner.memory import MemoryGuard
+from runner.metrics import MetricsWriter
 from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
 from runner.usage import PROG
@@ -180,6 +181,7 @@ class Supervisor:
         self.disk_full_since: float | None = None
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
+        self.metrics = MetricsWriter(self.layout, config)
         self.catalog = CatalogSchedule(config, config_path, enabled=not once)
         autoscale = config.autoscale
         self.pool = AutoscaledPool(
@@ -491,3 +493,4 @@ class Supervisor:
             write_status(self.layout.status_file, self.status_record())
         except OSError as exc:
             logger.warning("cannot write status: %s", exc)
+        self.metrics.write()

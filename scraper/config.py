@@ -42,6 +42,7 @@ RESOURCES = ("core", "search")
 TOP_LEVEL_KEYS = (
     "data_dir", "github", "spiders", "round_interval", "stop_timeout", "memory_budget",
     "logs_keep_days", "notify", "redis_url", "catalog_interval", "health", "autoscale",
+    "metrics_dir",
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
@@ -185,6 +186,8 @@ class HealthConfig:
     """Rounds in a row with no answer carrying data before it is unhealthy."""
     max_round: float | None = None
     """Seconds a round may run before its worker counts as hung; None: see :meth:`round_limit`."""
+    disk_days_left: float = 14.0
+    """The watchdog says once when the data disk will be full in fewer days than this; 0: never."""
 
     def round_limit(self, round_interval: float) -> float:
         if self.max_round is not None:
@@ -239,6 +242,9 @@ class CollectorConfig:
     """Seconds between the runner's catalog builds; 0 = never."""
     health: HealthConfig = field(default_factory=HealthConfig)
     autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)
+    metrics_dir: Path | None = None
+    """Where the runner writes hubcollect.prom (node_exporter's textfile collector); None:
+    {data_dir}/state/metrics."""
     source: str | None = None  # the file it came from, None for the built-in defaults
 
     def spider(self, name: str) -> SpiderConfig:
@@ -512,8 +518,10 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
         "catalog_interval": r.duration,
         "health": lambda path, value: _section(r, path, value, HealthConfig, {
             "failed_rounds": lambda path, value: r.integer(path, value, 1),
-            "max_round": _optional(r.positive_duration)}),
+            "max_round": _optional(r.positive_duration),
+            "disk_days_left": lambda path, value: r.number(path, value, 0)}),
         "autoscale": lambda path, value: _autoscale(r, path, value),
+        "metrics_dir": _optional(data_dir),
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")

@@ -95,6 +95,7 @@ class WorkerState:
         requests = stats.get("downloader/request_count", 0)
         ok = ok_answers(stats)
         failed_rounds = self.earlier.failed_rounds
+        now = time.time()
         if ok:
             failed_rounds = 0  # data flows again, whether or not the round has ended
         elif self.finished is not None and requests:
@@ -109,7 +110,7 @@ class WorkerState:
             shard=str(spider.shard),
             pid=os.getpid(),
             started_at=self.started_at,
-            updated_at=time.time(),
+            updated_at=now,
             finished=self.finished,
             items=items,
             dropped=stats.get("item_dropped_count", 0),
@@ -129,6 +130,7 @@ class WorkerState:
             empty_listing_url=empty_url,
             items_total=self.earlier.items_total + items,
             failed_rounds=failed_rounds,
+            last_ok_at=now if ok else self.earlier.last_ok_at,
         )
 
     def write(self) -> None:
