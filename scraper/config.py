@@ -42,7 +42,7 @@ RESOURCES = ("core", "search")
 TOP_LEVEL_KEYS = (
     "data_dir", "github", "spiders", "round_interval", "stop_timeout", "memory_budget",
     "logs_keep_days", "notify", "redis_url", "catalog_interval", "health", "autoscale",
-    "metrics_dir",
+    "metrics_dir", "items_keep_days",
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
@@ -242,6 +242,9 @@ class CollectorConfig:
     """Seconds between the runner's catalog builds; 0 = never."""
     health: HealthConfig = field(default_factory=HealthConfig)
     autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)
+    items_keep_days: int | None = None
+    """Compressed segments already in the catalog and older than this are removed by the
+    catalog build; None (the default): items are kept forever."""
     metrics_dir: Path | None = None
     """Where the runner writes hubcollect.prom (node_exporter's textfile collector); None:
     {data_dir}/state/metrics."""
@@ -522,6 +525,7 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
             "disk_days_left": lambda path, value: r.number(path, value, 0)}),
         "autoscale": lambda path, value: _autoscale(r, path, value),
         "metrics_dir": _optional(data_dir),
+        "items_keep_days": _optional(lambda path, value: r.integer(path, value, 1)),
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")

@@ -163,3 +163,32 @@ def test_300_rounds_keep_files_memory_and_fds_flat(tmp_path: Path, monkeypatch) 
     assert len({s[1] for s in samples}) == 1, samples  # no descriptor left open
     assert samples[-1][2] - samples[0][2] < 10 * 1024, samples  # KB: RSS flat
     assert os.listdir(tmp_path / "items" / "search")
+
+
+def test_items_keep_days_removes_only_old_compressed_segments_once_loaded(
+        tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from scraper.config import CollectorConfig
+
+    store_round(tmp_path, [search_item(1)], ITEMSTORE_SEGMENT_SECONDS=0, ITEMSTORE_COMPRESS="gzip")
+    store_round(tmp_path, [search_item(2)], ITEMSTORE_SEGMENT_SECONDS=0)
+    layout = DataLayout(tmp_path)
+    config = replace(CollectorConfig(data_dir=tmp_path), items_keep_days=1)
+    old = time.time() - 2 * 86400
+    for path in (tmp_path / "items" / "search").iterdir():
+        os.utime(path, (old, old))
+    first = build_catalog(layout, config)  # loads both, then removes the old compressed one
+    assert (first.files, first.removed) == (2, 1)
+    assert [name.endswith(".jsonl") for name in files(tmp_path)] == [True]
+    store_round(tmp_path, [search_item(3)], ITEMSTORE_SEGMENT_SECONDS=0, ITEMSTORE_COMPRESS="gzip")
+    for path in (tmp_path / "items" / "search").glob("*.gz"):
+        os.utime(path, (old, old))
+    # Loaded first, then removed: its items are in the catalog.
+    third = build_catalog(layout, config)
+    assert (third.files, third.removed) == (1, 1)
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "catalog.sqlite")
+    assert conn.execute("SELECT count(*) FROM repos").fetchone()[0] == 3
+    conn.close()

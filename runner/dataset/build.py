@@ -119,11 +119,14 @@ class BuildResult:
     bad_lines: int = 0
     seconds: float = 0.0
     busy: bool = False  # another build held the lock: this one did nothing
+    removed: int = 0  # compressed segments removed (items_keep_days)
 
     def describe(self, path: Path) -> str:
         if self.busy:
             return f"catalog: another build is running on {path}; nothing done"
         bad = f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
+        if self.removed:
+            bad += f", {self.removed:,} old compressed segments removed"
         return (f"catalog: {self.files:,} new files, {self.lines:,} lines{bad} in "
                 f"{self.seconds:.1f} s -> {path}")
 
@@ -151,6 +154,8 @@ def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
                 result.lines += lines
                 result.bad_lines += bad
             _take_samples(conn, layout)
+            if config is not None and config.items_keep_days:
+                result.removed = remove_loaded_segments(conn, layout, config.items_keep_days)
             if config is not None:
                 from runner.dataset.feeds import write_feeds
 
@@ -184,6 +189,26 @@ def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
                     found.append((rel, Path(entry.path)))
     found.sort()
     return found
+
+
+def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
+                           now: float | None = None) -> int:
+    """Remove ``.jsonl.gz`` segments the catalog holds that are older than ``keep_days``.
+
+    Only compressed ones (the user chose to keep items small) and only once loaded: what the
+    catalog has not read is never removed, and the catalog's own history never goes.
+    """
+    cutoff = (time.time() if now is None else now) - keep_days * 86400
+    removed = 0
+    for rel, in conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'"):
+        path = layout.items_root / rel
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
