@@ -20,7 +20,10 @@ from scrapy.utils.test import get_crawler
 from pipelines import segments
 from pipelines.itemstore import JsonLinesItemStore
 from runner.dataset.build import build_catalog
+from runner.metrics import MetricsWriter
+from runner.ops import growth
 from scraper import settings as project
+from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 from scraper.sharding import Shard
 
@@ -152,8 +155,11 @@ def test_300_rounds_keep_files_memory_and_fds_flat(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(time, "time", lambda: clock[0])
     process = psutil.Process()
     samples = []
+    # The runner parent's own per-round work: its status write's metrics and size sample.
+    metrics = MetricsWriter(DataLayout(tmp_path), CollectorConfig(data_dir=tmp_path))
     for n in range(300):  # five hours of rounds a minute apart
         store_round(tmp_path, [search_item(n)])
+        metrics.write()
         clock[0] += 60
         if n % 50 == 49:
             samples.append((len(files(tmp_path)), process.num_fds(),
@@ -162,7 +168,8 @@ def test_300_rounds_keep_files_memory_and_fds_flat(tmp_path: Path, monkeypatch) 
     assert counts[-1] <= 6, counts  # one segment an hour, not one per round
     assert len({s[1] for s in samples}) == 1, samples  # no descriptor left open
     assert samples[-1][2] - samples[0][2] < 10 * 1024, samples  # KB: RSS flat
-    assert os.listdir(tmp_path / "items" / "search")
+    assert (tmp_path / "state" / "metrics" / "hubcollect.prom").read_text().endswith("# EOF\n")
+    assert len(growth.read_samples(DataLayout(tmp_path))) == 30  # one per 10 minutes
 
 
 def test_items_keep_days_removes_only_old_compressed_segments_once_loaded(
