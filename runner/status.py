@@ -201,7 +201,7 @@ def render_status(status: dict[str, Any]) -> str:
             lines.append(f"    {note}")
     lines.append(f"total: {totals['items']} items, data {format_size(totals['data_bytes'])}, "
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
-    lines.append(render_disk(totals))
+    lines.append(fit(render_disk(totals)))
     lines += render_budget(status.get("budget") or [])
     if "cluster" in status:
         from runner.cluster import render_cluster
