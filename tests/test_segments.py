@@ -173,7 +173,7 @@ def test_300_rounds_keep_files_memory_and_fds_flat(tmp_path: Path, monkeypatch) 
 
 
 def test_items_keep_days_removes_only_old_compressed_segments_once_loaded(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch) -> None:
     from dataclasses import replace
 
     from scraper.config import CollectorConfig
@@ -188,6 +188,8 @@ def test_items_keep_days_removes_only_old_compressed_segments_once_loaded(
     first = build_catalog(layout, config)  # loads both, then removes the old compressed one
     assert (first.files, first.removed) == (2, 1)
     assert [name.endswith(".jsonl") for name in files(tmp_path)] == [True]
+    later = time.time() + 5  # a later segment: a name of its own, as every new segment has
+    monkeypatch.setattr(time, "time", lambda: later)
     store_round(tmp_path, [search_item(3)], ITEMSTORE_SEGMENT_SECONDS=0, ITEMSTORE_COMPRESS="gzip")
     for path in (tmp_path / "items" / "search").glob("*.gz"):
         os.utime(path, (old, old))
