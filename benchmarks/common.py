@@ -9,6 +9,7 @@ descendants (``psutil``'s ``memory_full_info``), sampled on a thread while it ru
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -437,3 +438,18 @@ def ratio(value: float | None, base: float | None) -> float | None:
     if value is None or not base:
         return None
     return value / base
+
+
+def scale_and_parts(prog: str, doc: str, scales: Sequence[str], parts: Sequence[str],
+                    argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """``--scale``, ``--parts`` and ``--out`` of a benchmark made of parts; the parts asked."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
+    parser.add_argument("--scale", choices=tuple(scales), default="full")
+    parser.add_argument("--parts", default=",".join(parts))
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    chosen = [p.strip() for p in args.parts.split(",") if p.strip()]
+    if set(chosen) - set(parts):
+        parser.error(f"--parts: choose from {', '.join(parts)}")
+    return args, chosen
+

@@ -26,7 +26,6 @@ tiny``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import signal
@@ -53,6 +52,7 @@ from benchmarks.common import (
     machine_info,
     publish,
     ratio,
+    scale_and_parts,
 )
 from tests.fakes.launcher import FakeServer, start_fake_docs, start_fake_github
 
@@ -315,16 +315,9 @@ def render(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.distributed",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--scale", choices=tuple(SCALES), default="full")
-    parser.add_argument("--parts", default=",".join(PARTS))
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args, parts = scale_and_parts("python -m benchmarks.distributed", __doc__ or "", SCALES, PARTS,
+                                  argv)
     scale = SCALES[args.scale]
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    if set(parts) - set(PARTS):
-        parser.error(f"--parts: choose from {', '.join(PARTS)}")
     machine = machine_info()
     results: dict[str, Any] = {"scale": {"name": args.scale, **asdict(scale)}, "machine": machine,
                                "machine_summary": describe_machine(machine),

@@ -16,9 +16,15 @@ blocks whose text is in the output at all (fenced or indented), found byte-exact
 blocks, the same with the right language, tables kept with
 their rows × columns, nested lists kept nested, headings all there in order; and whether a page
 of 1,600 nested ``<div>``s (tests/fakes/hostile.py) converts at all. CPU: process time
-per page, median of ``--repeat`` conversions, and its ratio to the walker's in the same run.
+per page, median of ``--repeat`` conversions, the contenders taking turns conversion by
+conversion, and its ratio to the walker's in the same run.
 A contender that is not installed is skipped with the reason printed
 (``pip install -e '.[bench]'`` installs them all).
+
+Per generator, on the pages of tests/data/generators (rustdoc, mdBook, GitBook, Javadoc, TypeDoc,
+Doxygen, Antora…): the exact-code-block rate, each code block's code as a browser shows it
+(tests/generator_pages.py reads it from the HTML) found byte-exact in a fenced block of the output,
+and CPU ms per page.
 """
 
 from __future__ import annotations
@@ -48,8 +54,10 @@ from benchmarks.common import (
     write_json,
 )
 from scraper.parsers.docs import MAIN_XPATHS, extract_page, is_boilerplate
+from scraper.parsers.fidelity import read_fences
 from scraper.parsers.markdown import INVISIBLE, language_of
 from tests import docs_fixtures as fixtures
+from tests import generator_pages
 from tests.fakes.hostile import NESTED_DIVS, NESTED_TEXT, dense_page
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
@@ -153,13 +161,19 @@ def fidelity(fixture: fixtures.Fixture, html: str, markdown: str) -> dict[str, i
     }
 
 
-def cpu_ms(convert: Convert, html: str, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.process_time()
-        convert(html)
-        times.append(time.process_time() - started)
-    return statistics.median(times) * 1000
+def cpu_ms(work: dict[str, tuple[Convert, str]], repeat: int) -> dict[str, float]:
+    """Median process time of one conversion per contender, ms. The contenders take turns,
+    one conversion each, in a rotating order: load from elsewhere on the machine falls on all
+    of them alike rather than on whichever ran while it lasted."""
+    times: dict[str, list[float]] = {name: [] for name in work}
+    names = list(work)
+    for turn in range(repeat):
+        for name in names[turn % len(names):] + names[:turn % len(names)]:
+            convert, given = work[name]
+            started = time.process_time()
+            convert(given)
+            times[name].append(time.process_time() - started)
+    return {name: statistics.median(spent) * 1000 for name, spent in times.items()}
 
 
 def survives(convert: Convert, html: str) -> str:
@@ -170,31 +184,65 @@ def survives(convert: Convert, html: str) -> str:
         return "RecursionError"
 
 
-def run(repeat: int) -> dict[str, Any]:
-    pages = [(fixture, fixtures.fixture_html(fixture)) for fixture in fixtures.PAGES]
-    inputs = {fixture.name: main_content_html(html) for fixture, html in pages}
-    nested = dense_page("nested.html").decode()
-    nested_main = main_content_html(nested)
-    results: dict[str, Any] = {"contenders": {}, "skipped": {}}
+Loaded = dict[str, tuple[str, Convert, bool]]  # name: (version, convert, takes the whole page)
+
+
+def load_contenders(skipped: dict[str, str]) -> Loaded:
+    loaded: Loaded = {}
     for name, (distribution, factory, whole_page) in CONTENDERS.items():
         try:
             convert = factory()
             version = (importlib.metadata.version(distribution)
                        if distribution != "hubcollect" else "ours")
         except ImportError as exc:
-            results["skipped"][name] = f"cannot import ({exc}): pip install {distribution}"
+            skipped[name] = f"cannot import ({exc}): pip install {distribution}"
             continue
-        per_page = {}
-        for fixture, html in pages:
-            given = html if whole_page else inputs[fixture.name]
-            markdown = convert(given)
-            per_page[fixture.name] = {**fidelity(fixture, html, markdown),
-                                      "cpu_ms": cpu_ms(convert, given, repeat)}
-        totals = {key: sum(page[key] for page in per_page.values())
-                  for key in next(iter(per_page.values()))}
-        totals["cpu_ms"] = totals["cpu_ms"] / len(per_page)
+        loaded[name] = (version, convert, whole_page)
+    return loaded
+
+
+def generator_rates(loaded: Loaded, repeat: int) -> dict[str, dict[str, Any]]:
+    """Per contender and generator page: code blocks, those byte-exact in a fenced block, CPU
+    ms."""
+    rates: dict[str, dict[str, Any]] = {name: {} for name in loaded}
+    for page in generator_pages.PAGES:
+        html = generator_pages.page_html(page)
+        main = main_content_html(html)
+        expected = Counter(generator_pages.code_texts(html))
+        work = {name: (convert, html if whole_page else main)
+                for name, (_, convert, whole_page) in loaded.items()}
+        for name, ms in cpu_ms(work, repeat).items():
+            convert, given = work[name]
+            exact = sum((expected & Counter(read_fences(convert(given)))).values())
+            rates[name][page.name] = {"generator": page.generator, "cpu_ms": ms,
+                                      "code_blocks": sum(expected.values()), "code_exact": exact}
+    return rates
+
+
+def run(repeat: int) -> dict[str, Any]:
+    pages = [(fixture, fixtures.fixture_html(fixture)) for fixture in fixtures.PAGES]
+    inputs = {fixture.name: main_content_html(html) for fixture, html in pages}
+    nested = dense_page("nested.html").decode()
+    nested_main = main_content_html(nested)
+    results: dict[str, Any] = {"contenders": {}, "skipped": {}}
+    loaded = load_contenders(results["skipped"])
+    per_page: dict[str, dict[str, Any]] = {name: {} for name in loaded}
+    for fixture, html in pages:
+        work = {name: (convert, html if whole_page else inputs[fixture.name])
+                for name, (_, convert, whole_page) in loaded.items()}
+        for name, ms in cpu_ms(work, repeat).items():
+            convert, given = work[name]
+            per_page[name][fixture.name] = {**fidelity(fixture, html, convert(given)),
+                                            "cpu_ms": ms}
+    generators = generator_rates(loaded, repeat)
+    for name, (version, convert, whole_page) in loaded.items():
+        pages_of = per_page[name]
+        totals = {key: sum(page[key] for page in pages_of.values())
+                  for key in next(iter(pages_of.values()))}
+        totals["cpu_ms"] = totals["cpu_ms"] / len(pages_of)
         totals["nested_divs"] = survives(convert, nested if whole_page else nested_main)
-        results["contenders"][name] = {"version": version, "pages": per_page, "totals": totals}
+        results["contenders"][name] = {"version": version, "pages": pages_of, "totals": totals,
+                                       "generators": generators[name]}
     base = results["contenders"]["walker"]["totals"]["cpu_ms"]
     for contender in results["contenders"].values():
         contender["totals"]["cpu_vs_walker"] = ratio(contender["totals"]["cpu_ms"], base)
@@ -222,6 +270,25 @@ def table(results: dict[str, Any]) -> str:
     return out
 
 
+def generators_table(results: dict[str, Any]) -> str:
+    """Exact code blocks and CPU ms per generator page, a column per contender."""
+    names = list(results["contenders"])
+    rows = []
+    for page in generator_pages.PAGES:
+        row = [page.generator]
+        for name in names:
+            rate = results["contenders"][name]["generators"][page.name]
+            row.append(f"{rate['code_exact']}/{rate['code_blocks']}, {fmt(rate['cpu_ms'], 1)} ms")
+        rows.append(row)
+    totals = ["all"]
+    for name in names:
+        rates = results["contenders"][name]["generators"].values()
+        cpu = statistics.mean(rate["cpu_ms"] for rate in rates)
+        totals.append(f"{sum(r['code_exact'] for r in rates)}/"
+                      f"{sum(r['code_blocks'] for r in rates)}, {fmt(cpu, 1)} ms")
+    return format_table(["generator (exact code blocks, CPU ms/page)", *names], [*rows, totals])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="conversions per page (median)")
@@ -239,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(fixtures.PAGES)} real docs pages, {repeat} conversions each; "
           f"{describe_machine(info)}")
     print(table(results))
+    print(generators_table(results))
     print(f"results: {out}")
     return 0
 

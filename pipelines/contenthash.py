@@ -1,17 +1,11 @@
-"""Content-level dedup on one machine: :mod:`scraper.contenthash`'s rule over the spider's
-SQLite store, ``{data_dir}/state/contenthash/{spider}.sqlite`` (shared by all its shards)."""
+"""Content-level dedup: :mod:`scraper.contenthash`'s rule over the store ``CONTENTHASH_STORAGE``
+names (on one machine ``{data_dir}/state/contenthash/{spider}.sqlite``, shared by all its
+shards; on Redis, one for the cluster)."""
 
 from __future__ import annotations
 
-from scrapy import Spider
-
-from scraper.contenthash import ContentHashDedup, SqliteContentHashStore, open_sqlite_store
-from scraper.layout import DataLayout
+from scraper.contenthash import ContentHashDedup
 
 
 class ContentHashPipeline(ContentHashDedup):
-    store: SqliteContentHashStore
-
-    def open_store(self, spider: Spider, ignore_before: str) -> SqliteContentHashStore:
-        return open_sqlite_store(DataLayout.from_settings(self.crawler.settings), spider.name,
-                                 ignore_before)
+    pass

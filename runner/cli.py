@@ -15,20 +15,21 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import replace
 
-from runner.argtypes import positive_int, size_bytes
 from runner.dataset.commands import dataset_commands
 from runner.metrics import register as register_metrics
 from runner.ops.cron import register as register_install_cron
 from runner.ops.size import register as register_size
 from runner.ops.watchdog import register as register_watchdog
+from runner.reload import register as register_reload
+from runner.runargs import add_run_options
+from runner.runargs import config_option as _config_option
+from runner.runargs import redis_url_arg as _redis_url
+from runner.runargs import with_default_command as _with_default_command
 from runner.usage import PROG, OneLineParser, UsageError, usage_error
 from scraper.config import (
-    REDIS_URL_ENV,
-    REDIS_URL_HELP,
-    REDIS_URL_RE,
-    SPIDER_NAMES,
     CollectorConfig,
     ConfigError,
     load_config,
@@ -38,28 +39,6 @@ from scraper.layout import DataLayout
 from scraper.urlmask import mask_argv
 
 
-def _spider_list(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    for name in names:
-        if name not in SPIDER_NAMES:
-            raise argparse.ArgumentTypeError(
-                f"{name!r} is not a spider; choose from {', '.join(SPIDER_NAMES)}")
-    if not names:
-        raise argparse.ArgumentTypeError("give at least one spider, e.g. --spiders docs,search")
-    return list(dict.fromkeys(names))
-
-
-def _redis_url(text: str) -> str:
-    if not REDIS_URL_RE.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not {REDIS_URL_HELP}")
-    return text
-
-
-def _config_option(parser: argparse.ArgumentParser, default: object) -> None:
-    parser.add_argument("--config", metavar="PATH", default=default,
-                        help="collector.yaml to use (else $COLLECTOR_CONFIG, ./collector.yaml)")
-
-
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog=PROG, description="Run and watch the hubcollect workers.")
     _config_option(parser, None)
@@ -67,16 +46,7 @@ def build_parser() -> OneLineParser:
 
     run = sub.add_parser("run", help="run the workers in the foreground (the default)")
     _config_option(run, argparse.SUPPRESS)
-    run.add_argument("--workers", type=positive_int, required=True, metavar="N")
-    run.add_argument("--spiders", type=_spider_list, default=list(SPIDER_NAMES),
-                     metavar="LIST", help="comma-separated: trending,search,docs")
-    run.add_argument("--once", action="store_true",
-                     help="every worker runs one round; exit 0 if all succeeded")
-    run.add_argument("--memory-budget", type=size_bytes, metavar="SIZE")
-    run.add_argument("--force", action="store_true", help="start even if memory looks short")
-    run.add_argument("--redis-url", type=_redis_url, metavar="URL",
-                     help="distributed mode: share work, dedup and budget through this Redis "
-                          "(else config redis_url)")
+    add_run_options(run)
     run.set_defaults(handler=cmd_run)
 
     status = sub.add_parser("status", help="one row per worker, and totals")
@@ -84,6 +54,8 @@ def build_parser() -> OneLineParser:
     status.add_argument("--json", action="store_true")
     status.add_argument("--redis-url", type=_redis_url, metavar="URL",
                         help="show this Redis's cluster (else the runner's, config redis_url)")
+    status.add_argument("--cluster", action="store_true",
+                        help="every box of the cluster (distributed mode) and the shared budget")
     status.set_defaults(handler=cmd_status)
 
     stop = sub.add_parser("stop", help="SIGTERM the running runner and wait until it is gone")
@@ -108,6 +80,7 @@ def _list_in_help(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 # Subcommands added by other modules: (name, register(parser, add_config_option)).
 EXTRA_COMMANDS: list[tuple[str, Callable[..., None]]] = []
+EXTRA_COMMANDS.append(("reload", register_reload))
 # Operations (runner/ops/): what cron runs, and what installs it.
 EXTRA_COMMANDS.append(("watchdog", register_watchdog))
 EXTRA_COMMANDS.append(("size", register_size))
@@ -116,16 +89,6 @@ EXTRA_COMMANDS.append(("metrics", register_metrics))
 # The dataset (runner/dataset/): the catalog and what is made from it.
 EXTRA_COMMANDS.extend(dataset_commands())
 COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
-
-
-def _with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]:
-    if any(arg in commands for arg in argv) or any(a in ("-h", "--help") for a in argv[:1]):
-        return argv
-    first = argv[2:3] if argv[:1] == ["--config"] else argv[:1]
-    if first and not first[0].startswith("-"):
-        # `python -m runner statsu`: a word where the command goes is a mistyped command.
-        raise UsageError(f"unknown command {first[0]!r} ({', '.join(commands)})")
-    return ["run", *argv] if "--config" not in argv[:1] else [*argv[:2], "run", *argv[2:]]
 
 
 def _check_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
@@ -153,24 +116,19 @@ def main(argv: list[str] | None = None) -> int:
         argv = _with_default_command(argv, COMMANDS)
         _check_options(parser, argv)
         args = parser.parse_args(argv)
-        if getattr(args, "redis_url", None):
-            # The flag wins over the file; the workers inherit it with the environment.
-            os.environ[REDIS_URL_ENV] = args.redis_url
-        config = load_config(args.config)
+        config = read_config(args)
     except (UsageError, ConfigError) as exc:
         return usage_error(str(exc))
     return args.handler(args, config)
 
 
-def parse_run_options(argv: list[str]) -> argparse.Namespace:
-    """``argv`` parsed as ``python -m runner`` would; UsageError unless it is a ``run``."""
-    try:
-        args = build_parser().parse_args(_with_default_command(argv, COMMANDS))
-    except SystemExit:  # --help
-        raise UsageError("help is not a run") from None
-    if args.handler is not cmd_run:
-        raise UsageError(f"'{args.command}' is not a run")
-    return args
+def read_config(args: argparse.Namespace) -> CollectorConfig:
+    """The config file and environment, read and validated; ``--redis-url`` wins over both.
+    A run's workers get this very object (scraper/addon.py), never a file or a variable."""
+    config = load_config(args.config)
+    if getattr(args, "redis_url", None):
+        config = replace(config, redis_url=args.redis_url)
+    return config
 
 
 # --- run ------------------------------------------------------------------------------------------
@@ -179,8 +137,11 @@ def parse_run_options(argv: list[str]) -> argparse.Namespace:
 def _setup_logging(layout: DataLayout) -> None:
     layout.logs_dir.mkdir(parents=True, exist_ok=True)
     formatter = logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s")
-    to_file = logging.handlers.RotatingFileHandler(layout.runner_log, maxBytes=10 * 1024 * 1024,
-                                                   backupCount=3, encoding="utf-8")
+    from scraper import settings as defaults
+
+    to_file = logging.handlers.RotatingFileHandler(
+        layout.runner_log, maxBytes=defaults.LOG_MAX_BYTES,
+        backupCount=defaults.LOG_BACKUP_COUNT, encoding="utf-8")
     handlers: list[logging.Handler] = [to_file]
     # A runner the watchdog started has its stderr appended to runner.log already: a second
     # handler would write every warning twice.
@@ -214,6 +175,9 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     from runner.supervisor import Supervisor, preload
     from scraper.pidlock import LockFileError, PidLockHeld
 
+    # A reload asked for while starting (preload takes seconds) must not kill the runner, as
+    # SIGHUP's default would; the supervisor listens for it once it runs.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     layout = DataLayout(config.data_dir)
     try:
         redis_url = _distributed_mode(config)
@@ -253,6 +217,9 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         config_path=str(config_path.absolute()) if config_path else None,
         command=mask_argv([sys.executable, "-m", "runner", *sys.argv[1:]]),
         redis_url=redis_url,
+        reread=lambda: read_config(args),
+        replan=lambda new: make_plan(new, args.workers, args.spiders,
+                                     shared_queue=bool(redis_url)),
     )
     try:
         return supervisor.run()
@@ -262,8 +229,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
 
 def _distributed_mode(config: CollectorConfig) -> str | None:
     """The Redis URL (config.redis_url: ``--redis-url``, else $COLLECTOR_REDIS_URL, else the
-    file's), passed to every worker through $COLLECTOR_REDIS_URL, which ``scrapy crawl``
-    honours: a worker stays exactly ``scrapy crawl SPIDER -a shard=i/N``. None: one machine."""
+    file's), which the workers get with the config object; None: one machine."""
     import importlib.util
 
     url = config.redis_url
@@ -271,7 +237,6 @@ def _distributed_mode(config: CollectorConfig) -> str | None:
         return None
     if importlib.util.find_spec("scrapy_redis") is None:
         raise UsageError("--redis-url needs scrapy-redis: pip install -e '.[redis]'")
-    os.environ[REDIS_URL_ENV] = url
     from scraper.distributed.registry import mask, quick_client
 
     client = quick_client(url)
@@ -294,11 +259,23 @@ an init script's ``status`` says "program is not running": scripts test for it."
 
 
 def cmd_status(args: argparse.Namespace, config: CollectorConfig) -> int:
+    from runner.resolved import run_config
     from runner.status import collect_status, render_status
 
-    status = collect_status(DataLayout(config.data_dir), config.redis_url, config)
+    if getattr(args, "cluster", False) and not config.redis_url:
+        return usage_error("status --cluster: no cluster here: give --redis-url URL (or "
+                           "redis_url in the config)")
+    status = collect_status(DataLayout(config.data_dir), config.redis_url, run_config(config))
     code = 0 if status["runner"]["alive"] else NOT_RUNNING
-    text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
+    if getattr(args, "cluster", False):
+        from runner.cluster import render_cluster_view
+
+        status = {"cluster": status["cluster"], "budget": status["budget"]}
+        code, text = render_cluster_view(status)
+        if args.json:
+            text = json.dumps(status, indent=1, default=str)
+    else:
+        text = json.dumps(status, indent=1, default=str) if args.json else render_status(status)
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `status | head -1`: the reader had enough, which is no error

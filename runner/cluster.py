@@ -8,9 +8,54 @@ local workers' table; the shared GitHub budget replaces the local one in the bud
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from runner.state import SlotRecord
 from scraper.units import format_duration
+
+
+def box_summary(slots: Sequence[SlotRecord], disk_full_since: float | None) -> dict[str, Any]:
+    """What the runner's heartbeat tells the cluster of its box: items, last round, health."""
+    failing = sorted(s.slug for s in slots if s.state == "failed" or s.failures)
+    if disk_full_since:
+        health = "DISK FULL"
+    elif failing:
+        health = f"FAILING: {', '.join(failing)}"
+    else:
+        health = "ok"
+    started = [s.round_started_at for s in slots if s.round_started_at]
+    return {"items": sum(s.items_total for s in slots), "rounds": max(
+        (s.rounds for s in slots), default=0), "last_round_at": max(started, default=None),
+        "workers": sum(1 for s in slots if s.pid), "health": health}
+
+
+def silent_boxes(cluster: dict[str, Any]) -> dict[str, float]:
+    """Boxes whose runner stopped heartbeating (without a clean stop): name → seconds silent."""
+    now = cluster["now"]
+    return {name: now - box["updated_at"] for name, box in cluster.get("boxes", {}).items()
+            if now - box["updated_at"] > cluster["silent_after"]}
+
+
+def render_boxes(cluster: dict[str, Any]) -> list[str]:
+    """``status --cluster``: every box of the cluster, silent ones included."""
+    if not cluster.get("reachable"):
+        return [f"cluster {cluster['url']}: REDIS UNREACHABLE ({cluster.get('error')})"]
+    now, silent = cluster["now"], silent_boxes(cluster)
+    boxes = cluster.get("boxes", {})
+    beating = len(boxes) - len(silent)
+    lines = [f"cluster {cluster['url']}: {beating} box{'' if beating == 1 else 'es'} heartbeating"
+             + (f", {len(silent)} SILENT" if silent else ""),
+             f"  {'box':<40} {'pid':>7} {'workers':>7} {'rounds':>6} {'last round':>10} "
+             f"{'items':>8}  health"]
+    for name, box in sorted(boxes.items()):
+        last = box.get("last_round_at")
+        ago = f"{format_duration(now - last)} ago" if last else "-"
+        health = (f"SILENT for {format_duration(silent[name])}" if name in silent
+                  else box.get("health", "?"))
+        lines.append(f"  {name[-40:]:<40} {box.get('pid', '?'):>7} {box.get('workers', 0):>7} "
+                     f"{box.get('rounds', 0):>6} {ago:>10} {box.get('items', 0):>8}  {health}")
+    return lines
 
 
 def render_cluster(cluster: dict[str, Any]) -> list[str]:
@@ -41,3 +86,21 @@ def render_cluster(cluster: dict[str, Any]) -> list[str]:
         lines.append(f"  {spider:<9} {q['round']:>5} {q['state'] or '-':<9} "
                      f"{q['start_urls']:>5} {q['requests']:>7} {q['busy']:>4}  {next_round}")
     return lines  # the cluster's GitHub budget is shown as the status's budget
+
+
+CLUSTER_TROUBLE = 1
+"""``status --cluster``'s exit status when a box is silent or Redis does not answer."""
+
+
+def render_cluster_view(status: dict[str, Any]) -> tuple[int, str]:
+    """``status --cluster``: the boxes, the shared budget, the queues; and its exit status."""
+    from runner.budgetstatus import render_budget
+
+    cluster = status["cluster"]
+    lines = render_boxes(cluster)
+    if cluster.get("reachable"):
+        lines += render_budget(status.get("budget") or [])
+        lines += [line for line in render_cluster(cluster) if line.startswith("  ")
+                  and not line.startswith(("  runner ", "  machine "))]
+    trouble = not cluster.get("reachable") or bool(silent_boxes(cluster))
+    return (CLUSTER_TROUBLE if trouble else 0), "\n".join(lines)

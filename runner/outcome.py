@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from runner.state import SlotRecord, SlotStatus
 from scraper.config import HealthConfig
 from scraper.outcome import empty_reason
-from scraper.statefile import SlotRecord, WorkerRecord
+from scraper.statefile import WorkerRecord
 from scraper.units import format_duration
 
 UNHEALTHY = ("failing", "empty", "hung")
@@ -46,7 +47,7 @@ def shard_health(slot: SlotRecord, record: WorkerRecord | None, health: HealthCo
     """The verdict on one spider-shard; ``record`` is its worker's file, any round's."""
     limit = health.round_limit(round_interval)
     started = slot.round_started_monotonic
-    if slot.state == "running" and started is not None and mono_now - started > limit:
+    if slot.state == SlotStatus.RUNNING and started is not None and mono_now - started > limit:
         running = format_duration(mono_now - started)
         return ShardHealth(slot.spider, slot.shard, "hung",
                            f"round running {running} > max {format_duration(limit)}")

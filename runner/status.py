@@ -11,11 +11,12 @@ from runner.budgetstatus import budget_rows, render_budget
 from runner.ops.growth import outlook
 from runner.outcome import ShardHealth, shard_health
 from runner.pidfile import running_pid
+from runner.state import ENDED, SlotRecord, SlotStatus, StatusFile, read_status
 from scraper.budget.limits import ANONYMOUS, identity_for_token, identity_label
 from scraper.config import CollectorConfig
 from scraper.diskspace import data_size
 from scraper.layout import DataLayout
-from scraper.statefile import SlotRecord, StatusFile, WorkerRecord, read_status, read_worker
+from scraper.statefile import WorkerRecord, read_worker
 from scraper.units import format_duration, format_size
 from scraper.urlmask import is_masked
 
@@ -30,7 +31,7 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
     del row["next_round_monotonic"]
     row.pop("round_started_monotonic", None)
     this_round = live if live is not None and live.is_round_of(slot.round_pid) else None
-    running = slot.state == "running"
+    running = slot.state == SlotStatus.RUNNING
     row["items_round"] = this_round.items if this_round else 0
     # The worker's own counter outlives runner restarts; the slot's counts this runner only.
     row["items_total"] = max(live.items_total if live else 0,
@@ -79,7 +80,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     # A --once run that ended by itself is finished, not down.
     runner["finished"] = bool(recorded and not runner["alive"] and status.runner.once
                               and status.workers and all(
-                                  slot.state in ("done", "failed") for slot in status.workers))
+                                  slot.state in ENDED for slot in status.workers))
     up = sum(1 for w in workers
              if w["state"] in ("running", "sleeping", "queued", "redis-wait"))
     if data_bytes is None:
@@ -96,8 +97,11 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     }
     identity = identity_label(identity_for_token(
         config.github.token.reveal() if config.github.token else None))
+    from runner.dataset.fidelity import catalog_fidelity
+
     result = {"runner": runner, "workers": workers, "totals": totals,
-              "budget": in_use(budget_rows(layout), identity)}
+              "budget": in_use(budget_rows(layout), identity),
+              "docs_fidelity": [asdict(site) for site in catalog_fidelity(layout, config)]}
     redis_url = redis_url or status.runner.redis_url
     if redis_url and cluster:
         from scraper.distributed.registry import cluster_status
@@ -203,6 +207,12 @@ def render_status(status: dict[str, Any]) -> str:
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
     lines.append(fit(render_disk(totals)))
     lines += render_budget(status.get("budget") or [])
+    if status.get("docs_fidelity"):
+        from runner.dataset.fidelity import SiteFidelity
+
+        lines.append("docs code fidelity (catalog):")
+        for site in status["docs_fidelity"]:  # the site on a line of its own: URLs are long
+            lines += [f"  {site['site']}", f"    {SiteFidelity(**site).totals()}"]
     if "cluster" in status:
         from runner.cluster import render_cluster
 

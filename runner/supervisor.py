@@ -21,18 +21,35 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from runner.autoscale import AutoscaledPool, cpu_cores
+from runner.cluster import box_summary
 from runner.dataset.schedule import CatalogSchedule
+from runner.exitstatus import describe_exit
 from runner.memory import MemoryGuard
 from runner.metrics import MetricsWriter
 from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
+from runner.reload import config_changes, refusal, write_result
+from runner.resolved import write_resolved
+from runner.state import (
+    ENDED,
+    WAITING,
+    RunnerLaunch,
+    RunnerRecord,
+    SlotRecord,
+    SlotStatus,
+    StatusFile,
+    write_launch,
+    write_status,
+)
 from runner.usage import PROG
 from runner.worker import run_worker
-from scraper.config import CollectorConfig
+from scraper.addon import use_config
+from scraper.config import CollectorConfig, ConfigError
 from scraper.diskspace import (
     DISK_FULL_EXIT,
     RESUME_FREE_BYTES,
@@ -41,16 +58,7 @@ from scraper.diskspace import (
     free_bytes,
 )
 from scraper.layout import DataLayout
-from scraper.statefile import (
-    RunnerLaunch,
-    RunnerRecord,
-    SlotRecord,
-    StatusFile,
-    WorkerRecord,
-    read_worker,
-    write_launch,
-    write_status,
-)
+from scraper.statefile import WorkerRecord, read_worker
 from scraper.units import format_size
 from scraper.urlmask import mask_url
 
@@ -63,9 +71,6 @@ TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
 STATUS_INTERVAL = 2.0
 """Seconds between writes of ``status.json`` (the watchdog judges a runner hung by its age)."""
-WAITING_STATES = ("starting", "sleeping", "restarting", "disk_full", "queued")
-"""Slot states that fork a worker once ``next_start`` is due (``queued``: due, waiting for a
-turn in the autoscaled pool)."""
 
 PRELOAD_MODULES = (
     "scrapy.cmdline", "scrapy.crawler", "scrapy.core.engine", "scrapy.core.scheduler",
@@ -79,15 +84,18 @@ PRELOAD_MODULES = (
     "scraper.downloadermiddlewares.githubauth", "scraper.extensions.workerstate",
     "scraper.extensions.logrotate", "scraper.commands.crawl", "scraper.budget.store",
     "scraper.downloadermiddlewares.budget", "scraper.spidermiddlewares.sitecap",
-    "scraper.extensions.summary", "scraper.stores.merge",
+    "scraper.extensions.summary", "scraper.stores.merge", "scraper.stores.sqlite.deltafetch",
+    "scraper.stores.sqlite.contenthash", "scraper.stores.sqlite.budget",
+    "scraper.stores.sqlite.etags", "scraper.stores.sqlite.sliceplans",
 )
 
 
 DISTRIBUTED_MODULES = (
     "redis", "scrapy_redis.scheduler", "scrapy_redis.spiders", "scraper.distributed.spider",
     "scraper.distributed.scheduler", "scraper.distributed.dupefilter",
-    "scraper.distributed.contenthash", "scraper.distributed.deltafetch",
-    "scraper.distributed.budget", "scraper.distributed.worker", "scraper.distributed.registry",
+    "scraper.stores.redis.contenthash", "scraper.stores.redis.deltafetch",
+    "scraper.stores.redis.budget", "scraper.stores.redis.etags", "scraper.stores.redis.sliceplans",
+    "scraper.distributed.worker", "scraper.distributed.registry",
 )
 """Preloaded too in the distributed mode (``--redis-url``): what every worker then imports."""
 
@@ -124,7 +132,7 @@ class SlotState:
     """What the supervisor knows of one planned worker."""
 
     slot: WorkerSlot
-    state: str = "starting"  # starting / queued / running / sleeping / restarting / failed / done
+    state: SlotStatus = SlotStatus.STARTING
     pid: int | None = None
     rounds: int = 0
     failures: int = 0  # in a row
@@ -138,9 +146,10 @@ class SlotState:
     items_total: int = 0
     peak_pss_mb: float = 0.0
     outcome: WorkerRecord | None = None  # the latest finished round's record
+    retired: bool = False  # dropped from the plan by a reload; its round runs to its end
 
     def record(self, wall_now: float, mono_now: float) -> SlotRecord:
-        waiting = self.state in WAITING_STATES
+        waiting = self.state in WAITING
         return SlotRecord(
             spider=self.slot.spider, shard=str(self.slot.shard), slug=self.slot.slug,
             state=self.state, pid=self.pid, round_pid=self.round_pid, rounds=self.rounds,
@@ -153,19 +162,17 @@ class SlotState:
             last_error=self.last_error, items_total=self.items_total)
 
 
-def describe_exit(status: int) -> tuple[bool, str]:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return False, f"killed by {signal.Signals(sig).name}"
-    code = os.waitstatus_to_exitcode(status)
-    return code == 0, f"exit {code}"
-
-
 class Supervisor:
     def __init__(self, config: CollectorConfig, plan: Plan, guard: MemoryGuard, *,
                  once: bool, config_path: str | None, command: list[str],
-                 redis_url: str | None = None) -> None:
+                 redis_url: str | None = None,
+                 reread: Callable[[], CollectorConfig] | None = None,
+                 replan: Callable[[CollectorConfig], Plan] | None = None) -> None:
         self.config = config
+        use_config(config)  # what every worker forked from here runs on
+        self.reread = reread
+        self.replan = replan
+        self.reload_requested = False
         self.plan = plan
         self.guard = guard
         self.once = once
@@ -182,12 +189,9 @@ class Supervisor:
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
         self.metrics = MetricsWriter(self.layout, config)
-        self.catalog = CatalogSchedule(config, config_path, enabled=not once)
-        autoscale = config.autoscale
-        self.pool = AutoscaledPool(
-            minimum=autoscale.min_concurrency or cpu_cores(),
-            maximum=min(autoscale.max_concurrency or plan.total, plan.total),
-            max_used_cpu_ratio=autoscale.max_used_cpu_ratio)
+        self.catalog = CatalogSchedule(config, str(self.layout.resolved_config),
+                                       enabled=not once)
+        self.pool = self._pool()
         # Distributed mode: this runner's heartbeat in Redis (connects per beat: no socket may
         # be open in the parent when it forks).
         self.redis_url = redis_url
@@ -206,13 +210,16 @@ class Supervisor:
         signal.set_wakeup_fd(self.wakeup[1])
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGINT, self._on_stop)
-        signal.signal(signal.SIGHUP, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_reload)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd does the waking
 
     def _on_stop(self, signum: int, frame: Any) -> None:
         if self.stopping and signum == signal.SIGINT:
             self.force = True
         self.stopping = True
+
+    def _on_reload(self, signum: int, frame: Any) -> None:
+        self.reload_requested = True
 
     def _sleep(self, seconds: float) -> None:
         try:
@@ -231,11 +238,14 @@ class Supervisor:
     def run(self) -> int:
         self._install_signals()
         self._write_launch()
+        self._write_resolved()
         self.reserve.ensure()
         logger.info("%s", self.plan.describe())
         while not self.stopping:
             self._reap()
-            if self.once and all(s.state in ("done", "failed") for s in self.slots):
+            if self.reload_requested:
+                self._reload()
+            if self.once and all(s.state in ENDED for s in self.slots):
                 break
             self._start_due()
             self.catalog.tick()
@@ -244,16 +254,76 @@ class Supervisor:
             # Due slots that could not start (a turn, memory, disk) are looked at again on the
             # next tick, or sooner when a worker ends (SIGCHLD wakes the loop).
             self._sleep(min([TICK] + [s.next_start - now for s in self.slots
-                                      if s.state in WAITING_STATES and s.next_start > now]))
+                                      if s.state in WAITING and s.next_start > now]))
         if self.stopping:
             self._stop_workers()
         self.catalog.stop()
         self._write_status(force=True)
         if self.beacon:
-            self.beacon.leave(os.getpid())
+            self.beacon.leave(os.getpid(), str(self.config.data_dir))
         code = self._exit_code()
         logger.info("stopped (exit status %d)", code)
         return code
+
+    def _pool(self) -> AutoscaledPool:
+        autoscale = self.config.autoscale
+        return AutoscaledPool(
+            minimum=autoscale.min_concurrency or cpu_cores(),
+            maximum=min(autoscale.max_concurrency or self.plan.total, self.plan.total),
+            max_used_cpu_ratio=autoscale.max_used_cpu_ratio)
+
+    # --- reload -----------------------------------------------------------------------------------
+
+    def _reload(self) -> None:
+        """SIGHUP: read the config file again; see runner/reload.py."""
+        self.reload_requested = False
+        if self.reread is None or self.replan is None:
+            return self._reloaded(False, "reload refused: this runner cannot reload")
+        try:
+            new = self.reread()
+        except ConfigError as exc:
+            return self._reloaded(False, f"reload refused: {exc}; the running config stays")
+        why = refusal(self.config, new)
+        if why:
+            return self._reloaded(False, f"reload refused: {why}")
+        changes = config_changes(self.config, new)
+        if not changes:
+            return self._reloaded(True, "reload: the config is unchanged")
+        plan = self.replan(new)
+        if plan.total == 0:
+            return self._reloaded(False, "reload refused: nothing to run with the new config; "
+                                         "the running config stays")
+        self._replace(new, plan)
+        self._reloaded(True, f"reload: {', '.join(changes)} changed; from each worker's next "
+                             f"round: {plan.describe()}")
+
+    def _replace(self, config: CollectorConfig, plan: Plan) -> None:
+        old_autoscale, old_total = self.config.autoscale, self.plan.total
+        self.config = config
+        use_config(config)
+        self.catalog.interval = config.catalog_interval if self.catalog.enabled else 0.0
+        if plan.counts != self.plan.counts:
+            kept = {state.slot: state for state in self.slots}
+            self.slots = [kept.pop(slot, None) or SlotState(slot) for slot in plan.slots]
+            for state in kept.values():  # no longer planned: a running round ends as it is
+                state.retired = True
+        self.plan = plan
+        if config.autoscale != old_autoscale or plan.total != old_total:
+            self.pool = self._pool()
+        self._write_resolved()
+
+    def _reloaded(self, ok: bool, message: str) -> None:
+        (logger.info if ok else logger.error)("%s", message)
+        try:
+            write_result(self.layout, ok, message)
+        except OSError as exc:
+            logger.warning("cannot write %s: %s", self.layout.reload_file, exc)
+
+    def _write_resolved(self) -> None:
+        try:
+            write_resolved(self.layout, self.config)
+        except OSError as exc:
+            logger.warning("cannot write %s: %s", self.layout.resolved_config, exc)
 
     def _disk_has_room(self) -> bool:
         """False while the data disk is full; logs the change both ways, once."""
@@ -282,8 +352,11 @@ class Supervisor:
     def _start_due(self) -> None:
         now = time.monotonic()
         # The longest waiting first: a queued round goes before one that just became due.
-        due = sorted((s for s in self.slots if s.state in WAITING_STATES and s.next_start <= now),
-                     key=lambda s: s.next_start)
+        # A spider re-sharded by a reload starts its new shards once its old ones have ended:
+        # two shardings of one start list never crawl at once.
+        retiring = {s.slot.spider for s in self.by_pid.values() if s.retired}
+        due = sorted((s for s in self.slots if s.state in WAITING and s.next_start <= now
+                      and s.slot.spider not in retiring), key=lambda s: s.next_start)
         if due and not self._disk_has_room():
             self.pool.update(0, now)  # nothing can start: no reason to grow
             return
@@ -294,8 +367,9 @@ class Supervisor:
             0, len(due) - (self.pool.desired - running))
         turns = max(0, self.pool.update(waiting, now) - running)
         for state in due[turns:]:
-            if state.state in ("starting", "sleeping"):  # a crashed one stays "restarting"
-                state.state = "queued"
+            # a crashed one stays restarting
+            if state.state in (SlotStatus.STARTING, SlotStatus.SLEEPING):
+                state.state = SlotStatus.QUEUED
         for state in due[:turns]:
             if self.guard.low_memory():
                 if not self.memory_warned:
@@ -314,9 +388,9 @@ class Supervisor:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            run_worker(state.slot, parent, self.config_path, str(log_path), self.wakeup)
+            run_worker(state.slot, parent, str(log_path), self.wakeup)
         state.pid = state.round_pid = pid
-        state.state = "running"
+        state.state = SlotStatus.RUNNING
         state.round_started = time.time()
         state.round_started_mono = time.monotonic()
         self.by_pid[pid] = state
@@ -346,12 +420,14 @@ class Supervisor:
             state.peak_pss_mb = max(state.peak_pss_mb, worker.pss_mb)
             if worker.last_error:
                 state.last_error = worker.last_error
+        if state.retired:
+            return
         if self.stopping:
-            state.state = "stopped"
+            state.state = SlotStatus.STOPPED
             return
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == DISK_FULL_EXIT:
             # Not the worker's fault: wait for space, then run the round again.
-            state.state = "disk_full"
+            state.state = SlotStatus.DISK_FULL
             state.last_error = "disk full"
             state.next_start = time.monotonic()
             self._disk_full()
@@ -359,7 +435,7 @@ class Supervisor:
         if ok:
             state.rounds += 1
             state.failures = 0
-            state.state = "done" if self.once else "sleeping"
+            state.state = SlotStatus.DONE if self.once else SlotStatus.SLEEPING
             state.next_start = (time.monotonic()
                                 + self.config.round_interval_of(state.slot.spider))
             self._record_memory()
@@ -367,12 +443,12 @@ class Supervisor:
         state.failures += 1
         state.last_error = f"{how}" + (f"; {state.last_error}" if state.last_error else "")
         if state.failures >= FAILURES_BEFORE_GIVING_UP:
-            state.state = "failed"
+            state.state = SlotStatus.FAILED
             logger.error("%s %s failed %d times in a row (%s): giving up on it",
                          state.slot.spider, state.slot.shard, state.failures, how)
             return
         delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (state.failures - 1))
-        state.state = "restarting"
+        state.state = SlotStatus.RESTARTING
         state.restarts += 1
         state.next_start = time.monotonic() + delay
         logger.warning("%s %s ended (%s); restarting in %.0f s", state.slot.spider,
@@ -407,8 +483,8 @@ class Supervisor:
                 else:
                     self.catalog.reaped(pid, status)
         for state in self.slots:
-            if state.state not in ("failed", "done"):
-                state.state = "stopped"
+            if state.state not in ENDED:
+                state.state = SlotStatus.STOPPED
 
     def _signal_all(self, sig: int) -> None:
         for pid in list(self.by_pid):
@@ -427,7 +503,7 @@ class Supervisor:
             return 0
         problems: dict[str, list[str]] = {}
         for s in self.slots:
-            problem = round_failed(s.outcome) if s.state == "done" else (
+            problem = round_failed(s.outcome) if s.state == SlotStatus.DONE else (
                 s.last_error or s.last_exit or s.state)
             mine = problems.setdefault(s.slot.spider, [])
             if problem:
@@ -453,7 +529,9 @@ class Supervisor:
             states[slot.state] = states.get(slot.state, 0) + 1
         return {"pid": os.getpid(), "started_at": self.started_at, "plan": self.plan.describe(),
                 "planned": self.plan.total, "states": states, "once": self.once,
-                "stopping": self.stopping, "data_dir": str(self.config.data_dir)}
+                "stopping": self.stopping, "data_dir": str(self.config.data_dir),
+                **box_summary([s.record(time.time(), time.monotonic()) for s in self.slots],
+                              self.disk_full_since)}
 
     def _launch(self) -> RunnerLaunch:
         return RunnerLaunch(command=self.command, cwd=os.getcwd(), config=self.config_path,

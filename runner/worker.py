@@ -51,9 +51,10 @@ def name_process(spider: str, shard: str) -> None:
         pass  # not Linux: ps shows python
 
 
-def run_worker(slot: WorkerSlot, parent_pid: int, config_path: str | None, log_path: str,
+def run_worker(slot: WorkerSlot, parent_pid: int, log_path: str,
                wakeup_fds: tuple[int, int]) -> None:
-    """Never returns: exits with the crawl's status."""
+    """Never returns: exits with the crawl's status. The config is the runner's, inherited
+    with its memory (scraper.addon.use_config): nothing is read again."""
     status = 1
     try:
         die_with_parent(parent_pid)
@@ -65,8 +66,6 @@ def run_worker(slot: WorkerSlot, parent_pid: int, config_path: str | None, log_p
             signal.signal(sig, signal.SIG_DFL)
         hold_shutdown_signals()  # until Scrapy can stop gracefully: see ShutdownGate
         os.setpgid(0, 0)  # a ^C in the runner's terminal reaches the runner, which stops us
-        if config_path:
-            os.environ["COLLECTOR_CONFIG"] = config_path
         os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "scraper.settings")
         # What Scrapy prints before its log file is set up, and any crash, goes to the log too.
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from scraper import settings as defaults
 from scraper.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 
 CONFIG_ENV = "COLLECTOR_CONFIG"
@@ -93,10 +94,10 @@ ANONYMOUS_LIMITS = {"core": RateLimit(60, 3600), "search": RateLimit(10, 60)}
 
 @dataclass(frozen=True, slots=True)
 class GitHubConfig:
-    web_url: str = "https://github.com"
-    api_url: str = "https://api.github.com"
-    token_env: str = "GITHUB_TOKEN"
-    web_min_interval: float = 2.0
+    web_url: str = defaults.GITHUB_WEB_URL
+    api_url: str = defaults.GITHUB_API_URL
+    token_env: str = defaults.GITHUB_TOKEN_ENV
+    web_min_interval: float = defaults.GITHUB_WEB_MIN_INTERVAL
     limits: Mapping[str, RateLimit] = field(default_factory=dict)
     token: Secret | None = None
     """Read from ``$token_env`` when the config is loaded; None means anonymous."""
@@ -109,24 +110,28 @@ class GitHubConfig:
 @dataclass(frozen=True, slots=True)
 class TrendingConfig:
     weight: int = 1
-    languages: tuple[str, ...] = ("", "python", "rust", "go")
-    periods: tuple[str, ...] = PERIODS
+    languages: tuple[str, ...] = tuple(defaults.TRENDING_LANGUAGES)
+    periods: tuple[str, ...] = tuple(defaults.TRENDING_PERIODS)
     round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[tuple[str, str]]:
-        """(language, period) pairs: languages × periods, in config order."""
-        return [(language, period) for language in self.languages for period in self.periods]
+        return trending_entries(self.languages, self.periods)
+
+
+def trending_entries(languages: Sequence[str], periods: Sequence[str]) -> list[tuple[str, str]]:
+    """(language, period) pairs: languages × periods, in config order."""
+    return [(language, period) for language in languages for period in periods]
 
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
     weight: int = 1
-    queries: tuple[str, ...] = ("topic:web-scraping", "language:python stars:>5000")
-    sort: str = "stars"
-    per_page: int = 100
-    complete: bool = True  # slice past GitHub's 1000-result cap; False = the first 1000 only
-    max_results_per_query: int | None = None  # a safety cap on a complete query, per round
+    queries: tuple[str, ...] = tuple(defaults.SEARCH_QUERIES)
+    sort: str = defaults.SEARCH_SORT
+    per_page: int = defaults.SEARCH_PER_PAGE
+    complete: bool = defaults.SEARCH_COMPLETE
+    max_results_per_query: int | None = defaults.SEARCH_MAX_RESULTS_PER_QUERY
     round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
@@ -137,26 +142,9 @@ class SearchConfig:
 @dataclass(frozen=True, slots=True)
 class DocsConfig:
     weight: int = 2
-    # Documentation of well-known Python tools: one AutoThrottled crawl per site, so that the
-    # README's ``--workers 20`` has a site for every docs worker it plans.
-    start_urls: tuple[str, ...] = (
-        "https://docs.scrapy.org/en/latest/",
-        "https://docs.python.org/3/library/",
-        "https://docs.pytest.org/en/stable/",
-        "https://requests.readthedocs.io/en/latest/",
-        "https://flask.palletsprojects.com/en/stable/",
-        "https://docs.djangoproject.com/en/stable/",
-        "https://numpy.org/doc/stable/",
-        "https://pandas.pydata.org/docs/",
-        "https://docs.twisted.org/en/stable/",
-        "https://www.attrs.org/en/stable/",
-        "https://pip.pypa.io/en/stable/",
-        "https://packaging.python.org/en/latest/",
-        "https://docs.sqlalchemy.org/en/20/",
-        "https://lxml.de/",
-    )
-    max_pages_per_site: int = 2000
-    refresh_after: float = 7 * 86400.0
+    start_urls: tuple[str, ...] = tuple(defaults.DOCS_START_URLS)
+    max_pages_per_site: int = defaults.DOCS_MAX_PAGES_PER_SITE
+    refresh_after: float = defaults.DOCS_REFRESH_AFTER
     round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
@@ -169,20 +157,11 @@ class NotifyConfig:
     webhook_url: str | None = None
 
 
-# The runner judges health (runner/outcome.py); no Scrapy component reads these, so they are the
-# config's defaults, not settings: a shard is unhealthy after HEALTH_FAILED_ROUNDS rounds in a
-# row without an answer carrying data, or when a round runs longer than
-# HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
-HEALTH_FAILED_ROUNDS = 3
-HEALTH_MAX_ROUND_INTERVALS = 10
-HEALTH_MAX_ROUND_SLACK = 600.0
-
-
 @dataclass(frozen=True, slots=True)
 class HealthConfig:
     """When a spider-shard counts as unhealthy (runner/outcome.py)."""
 
-    failed_rounds: int = HEALTH_FAILED_ROUNDS
+    failed_rounds: int = defaults.HEALTH_FAILED_ROUNDS
     """Rounds in a row with no answer carrying data before it is unhealthy."""
     max_round: float | None = None
     """Seconds a round may run before its worker counts as hung; None: see :meth:`round_limit`."""
@@ -192,12 +171,8 @@ class HealthConfig:
     def round_limit(self, round_interval: float) -> float:
         if self.max_round is not None:
             return self.max_round
-        return HEALTH_MAX_ROUND_INTERVALS * round_interval + HEALTH_MAX_ROUND_SLACK
-
-
-AUTOSCALE_MAX_USED_CPU_RATIO = 0.95
-"""Crawlee's default too. With 0.9 the pool held back on the latency-bound benchmark (its local
-server takes CPU) and gained nothing on the CPU-bound one (benchmarks/README.md)."""
+        return (defaults.HEALTH_MAX_ROUND_INTERVALS * round_interval
+                + defaults.HEALTH_MAX_ROUND_SLACK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,37 +183,33 @@ class AutoscaleConfig:
     """Workers that may always crawl at once; None: the CPU cores."""
     max_concurrency: int | None = None
     """Never more than this many at once; None: every planned worker."""
-    max_used_cpu_ratio: float = AUTOSCALE_MAX_USED_CPU_RATIO
+    max_used_cpu_ratio: float = defaults.AUTOSCALE_MAX_USED_CPU_RATIO
     """Machine CPU use (0–1) from which no more workers start, and fewer are let start."""
 
 
 SpiderConfig = TrendingConfig | SearchConfig | DocsConfig
 
-ROUND_INTERVALS = {"trending": 3600.0, "search": 3600.0, "docs": 21600.0}
-"""Seconds between a spider-shard's rounds when neither ``spiders.<name>.round_interval`` nor
-the global ``round_interval`` is set; README's "Cadence" gives the reasoning: trending lists
-change a few times a day, search answers cost budget and change slowly, docs pages come back
-only after ``refresh_after``."""
+ROUND_INTERVALS: dict[str, float] = dict(defaults.ROUND_INTERVALS)
 
 
 @dataclass(frozen=True, slots=True)
 class CollectorConfig:
     """Everything the user can configure; built only through :func:`load_config`."""
 
-    data_dir: Path = Path("data")
+    data_dir: Path = Path(defaults.COLLECTOR_DATA_DIR)
     github: GitHubConfig = field(default_factory=GitHubConfig)
     trending: TrendingConfig = field(default_factory=TrendingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     docs: DocsConfig = field(default_factory=DocsConfig)
     round_interval: float | None = None
     """Every spider's interval unless its own section sets one; None: ROUND_INTERVALS."""
-    stop_timeout: float = 20.0
+    stop_timeout: float = defaults.STOP_TIMEOUT
     memory_budget: int | None = None
-    logs_keep_days: int = 14
+    logs_keep_days: int = defaults.LOGS_KEEP_DAYS
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     redis_url: str | None = None
     """``$COLLECTOR_REDIS_URL`` if set, else the file's ``redis_url``; None = one machine."""
-    catalog_interval: float = 3600.0
+    catalog_interval: float = defaults.CATALOG_INTERVAL
     """Seconds between the runner's catalog builds; 0 = never."""
     health: HealthConfig = field(default_factory=HealthConfig)
     autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)
@@ -289,7 +260,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None,
     environ = os.environ if environ is None else environ
     path = resolve_config_path(explicit)
     if path is None:
-        config = CollectorConfig(data_dir=Path("data").absolute())
+        config = CollectorConfig(data_dir=Path(defaults.COLLECTOR_DATA_DIR).absolute())
     else:
         config = parse_config(_read_text(path, explicit), str(path),
                               base_dir=path.absolute().parent)
@@ -532,7 +503,7 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
     top = r.mapping("", data, TOP_LEVEL_KEYS)
     values: dict[str, Any] = {key: handlers[key](key, raw) for key, raw in top.items()}
     values.update(values.pop("spiders", {}))
-    values.setdefault("data_dir", base_dir / "data")
+    values.setdefault("data_dir", base_dir / defaults.COLLECTOR_DATA_DIR)
     return CollectorConfig(**values, source=label)
 
 

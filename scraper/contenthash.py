@@ -1,6 +1,7 @@
 """Content-level dedup: an item whose content the spider already collected is dropped.
 
-One rule for both modes; only the store differs (SQLite on one machine, Redis across machines):
+One rule for both modes; only the store differs (``CONTENTHASH_STORAGE``: SQLite on one machine,
+Redis across machines, see :mod:`scraper.stores.base`):
 
 * ``process_item`` stamps ``content_hash`` and *claims* it: an item whose hash is written
   already, or in flight in this process, is dropped as a :class:`DuplicateItem`;
@@ -13,67 +14,33 @@ The store is per spider, shared by all its shards (and, on Redis, by every machi
 shard plan never makes collected content new again. ``CONTENTHASH_RESET`` (or ``-a
 contenthash_reset=1``) ignores the hashes written before this run (a hash's value is its item's
 ``collected_at``); it still stores new ones, and dedups within the run.
+
+While the store is away (Redis) an item waits for it; at a stop it is dropped unwritten (its
+page is fetched again next round) rather than risk a duplicate.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
 import scrapy
-from scrapy import Spider, signals
+from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
 
 from scraper.diskspace import round_closed_when_full, skipped_when_full
+from scraper.engine import engine_closing
 from scraper.exceptions import DuplicateItem
 from scraper.items import content_hash, is_deduplicated, utc_stamp
-from scraper.layout import DataLayout
 from scraper.spiderargs import reset_requested
-from scraper.stores.sqlite import SqliteMapping
-
-STORE_KIND = "contenthash"
-
-
-class ContentHashStore(Protocol):
-    def claim(self, digest: str) -> bool:
-        """True if this process may write the content."""
-
-    def confirm(self, digest: str, collected_at: str) -> None:
-        """The content is written: record it as collected."""
-
-    def release(self, digest: str) -> None:
-        """The content was claimed but not written."""
-
-    def close(self) -> None: ...
-
-
-class SqliteContentHashStore(SqliteMapping):
-    """The one-machine store: ``{data_dir}/state/contenthash/{spider}.sqlite``.
-
-    A claim is local to the process (its ``in_flight`` set): two shards that meet the same
-    content at the same instant may both write it — a race of one item per page, the bound
-    README's "Dedup" gives.
-    """
-
-    def __init__(self, path: Path, *, ignore_before: str = "") -> None:
-        super().__init__(path, kind=STORE_KIND)
-        self.ignore_before = ignore_before
-
-    def claim(self, digest: str) -> bool:
-        written = self.get(bytes.fromhex(digest))
-        return written is None or written < self.ignore_before
-
-    def confirm(self, digest: str, collected_at: str) -> None:
-        self[bytes.fromhex(digest)] = collected_at
-
-    def release(self, digest: str) -> None:
-        """Nothing was stored for a claim."""
+from scraper.stores.base import ContentHashStorage, StoreUnavailable, build_store
+from scraper.stores.sqlite.contenthash import STORE_KIND
 
 
 class ContentHashDedup:
-    """The rule above over any :class:`ContentHashStore`; subclasses open the store."""
+    """The rule above over the store ``CONTENTHASH_STORAGE`` names."""
 
-    store: ContentHashStore
+    store: ContentHashStorage
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -88,31 +55,43 @@ class ContentHashDedup:
     def from_crawler(cls, crawler: Crawler) -> ContentHashDedup:
         return cls(crawler)
 
-    def open_store(self, spider: Spider, ignore_before: str) -> ContentHashStore:
-        """The spider's store; hashes written before ``ignore_before`` (``collected_at``
-        format; "" = none) count as not written."""
-        raise NotImplementedError
-
     def open_spider(self) -> None:
         reset = reset_requested(self.crawler, STORE_KIND)
+        assert self.crawler.spider is not None
         with round_closed_when_full():
-            self.store = self.open_store(self.crawler.spider, utc_stamp() if reset else "")
+            store = build_store(self.crawler, "CONTENTHASH_STORAGE")
+            store.open_spider(self.crawler.spider.name, utc_stamp() if reset else "")
+            self.store = store
 
     def close_spider(self) -> None:
         for digest in list(self.in_flight):  # claimed, never written: free them at once
             self.store.release(digest)
         self.in_flight.clear()
         if hasattr(self, "store"):  # not when the disk was too full to open it
-            self.store.close()
+            self.store.close_spider()
 
-    def process_item(self, item: scrapy.Item) -> scrapy.Item:
+    async def process_item(self, item: scrapy.Item) -> scrapy.Item:
         digest = self.stamp(item)
         if not is_deduplicated(item):
             return item  # an observation (a page snapshot): recorded every time it is seen
-        if digest in self.in_flight or not self.store.claim(digest):
+        if digest in self.in_flight or not await self._claim(digest):
             self.duplicate(digest)
         self.in_flight.add(digest)
         return item
+
+    async def _claim(self, digest: str) -> bool:
+        while True:
+            try:
+                return self.store.claim(digest)
+            except StoreUnavailable:
+                # Pause this item (and, as the scraper fills up, the crawl) until the store is
+                # back; at a stop, leave the page for the next round instead of risking a
+                # duplicate.
+                if not await self.store.wait_until_up(lambda: engine_closing(self.crawler)):
+                    self.stats.inc_value("contenthash/unchecked_at_close")
+                    raise DropItem("the content-hash store is unreachable at close: not "
+                                   "written; the page is fetched again next round",
+                                   log_level="INFO") from None
 
     @staticmethod
     def stamp(item: scrapy.Item) -> str:
@@ -141,11 +120,3 @@ class ContentHashDedup:
         if digest in self.in_flight:
             self.in_flight.discard(digest)
             self.store.release(digest)
-
-
-def open_sqlite_store(layout: DataLayout, spider: str,
-                      ignore_before: str) -> SqliteContentHashStore:
-    """The spider's shared store, with the per-shard stores of earlier versions merged in."""
-    store = SqliteContentHashStore(layout.contenthash_db(spider), ignore_before=ignore_before)
-    store.absorb(layout.shard_contenthash_dbs(spider))
-    return store

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import Field
 
+from scraper.versions import url_version
+
 
 def ContentField(hashed: Callable[[Any, scrapy.Item], Any] | None = None) -> Field:
     """A content field; ``hashed(value, item)``, if given, is what the hash takes of it."""
@@ -24,10 +26,18 @@ def ContentField(hashed: Callable[[Any, scrapy.Item], Any] | None = None) -> Fie
 
 def site_relative_links(markdown: Any, item: scrapy.Item) -> Any:
     """Markdown with links and images into the page's own origin written from ``/``: the same
-    page on a mirror host (or a test server on another port) hashes the same, as for ``url``."""
+    page on a mirror host (or a test server on another port) hashes the same, as for ``url``.
+    Links into the page's own version (``/en/latest/…`` from a page under ``/en/latest/``) are
+    written from that version's root, so ``/latest/`` and ``/stable/`` of one page, when they
+    say the same, are one item."""
     url = item.get("url")
     if not isinstance(markdown, str) or not isinstance(url, str):
         return markdown
+    version = url_version(url)
+    if version is not None:
+        root = version[1]
+        markdown = markdown.replace(f"]({root}", "](@version/").replace(f"](<{root}",
+                                                                         "](<@version/")
     parts = urlsplit(url)
     origin = f"{parts.scheme}://{parts.netloc}/"
     return markdown.replace(f"]({origin}", "](/").replace(f"](<{origin}", "](</")
@@ -104,6 +114,11 @@ class DocPageItem(CollectedItem):
     canonical_url = Field()  # <link rel="canonical">, like url not content
     lang = Field()           # <html lang>
     last_modified = Field()  # changes without the content changing (a redeploy)
+    # How many code blocks the page's content had, and how many markdown holds byte-exact
+    # (the converter's check of its Markdown against the tree it walked).
+    code_blocks = Field()
+    code_blocks_exact = Field()
+    version = Field()  # the version the page documents: its URL's, or its version switcher's
 
 
 def is_deduplicated(item: Any) -> bool:

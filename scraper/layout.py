@@ -134,6 +134,17 @@ class DataLayout:
         return self.state_dir / "runner-command.json"
 
     @property
+    def reload_file(self) -> Path:
+        """The outcome of the runner's latest config reload (runner/reload.py)."""
+        return self.state_dir / "reload.json"
+
+    @property
+    def resolved_config(self) -> Path:
+        """The config the runner runs on, resolved and without secrets, for the processes it
+        starts by exec (runner/resolved.py)."""
+        return self.state_dir / "config.json"
+
+    @property
     def memory_file(self) -> Path:
         return self.state_dir / "memory.json"
 

@@ -12,17 +12,19 @@ COMMANDS_MODULE = "scraper.commands"
 USER_AGENT = "hubcollect/0.1 (+https://github.com/hubcollect/hubcollect)"
 
 # --- the collector's own settings ----------------------------------------------------------------
-# ``scrapy crawl`` (scraper/commands/crawl.py) reads collector.yaml and the environment once and
-# sets these from it (``collector_settings``); the components read them, never the file.
+# The add-on (scraper/addon.py) reads collector.yaml and the environment once and sets these from
+# it, at project priority: ``-s KEY=VALUE`` still wins. The components read them, never the file.
+# The config's own defaults (scraper/config.py) are these values.
+ADDONS = {"scraper.addon.CollectorAddon": 0}
 COLLECTOR_CONFIG = None
 """Path of collector.yaml; None = $COLLECTOR_CONFIG, else ./collector.yaml, else defaults."""
-COLLECTOR = None
-"""The resolved config (scraper.config.CollectorConfig): the spiders' start lists and options."""
 COLLECTOR_DATA_DIR = "data"
 """The config's data_dir; every store and file lives under it (scraper.layout.DataLayout)."""
-GITHUB_API_URL = None
-"""github.api_url: the only origin the token is sent to; the API budget's host."""
-GITHUB_WEB_URL = None
+COLLECTOR_SPIDER_SETTINGS: dict = {}
+"""spider name → the config's ``spiders.NAME.settings``, applied at spider priority."""
+GITHUB_API_URL = "https://api.github.com"
+"""github.api_url: the only origin the token is sent to; the API budget's host; search's URLs."""
+GITHUB_WEB_URL = "https://github.com"
 """github.web_url: the trending pages' host, paced by GITHUB_WEB_MIN_INTERVAL."""
 GITHUB_TOKEN = None
 """A scraper.config.Secret read from $GITHUB_TOKEN_ENV, or None: anonymous."""
@@ -32,6 +34,61 @@ GITHUB_WEB_MIN_INTERVAL = 2.0
 """Seconds between two trending-page requests of all workers together."""
 GITHUB_RATE_LIMITS = None
 """resource → scraper.config.RateLimit: the first guess until GitHub's headers are seen."""
+ROUND_INTERVALS = {"trending": 3600.0, "search": 3600.0, "docs": 21600.0}
+"""Seconds between a spider's rounds when neither ``spiders.<name>.round_interval`` nor the
+global ``round_interval`` is set (README "Cadence": trending lists change a few times a day,
+search answers cost budget and change slowly, docs pages come back after ``refresh_after``);
+the add-on sets each spider's resolved value, which is the cluster's cooldown between rounds."""
+ROUND_INTERVAL = 3600.0
+"""The shortest of them: the fallback cooldown of a spider missing from ROUND_INTERVALS."""
+
+# --- the runner's own defaults (config keys no Scrapy component reads) ----------------------------
+STOP_TIMEOUT = 20.0  # seconds a worker has to end its round after SIGTERM
+LOGS_KEEP_DAYS = 14
+CATALOG_INTERVAL = 3600.0  # seconds between the runner's catalog builds; 0 = never
+# A shard is unhealthy (runner/outcome.py) after HEALTH_FAILED_ROUNDS rounds in a row without an
+# answer carrying data, or when a round runs longer than
+# HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
+HEALTH_FAILED_ROUNDS = 3
+HEALTH_MAX_ROUND_INTERVALS = 10
+HEALTH_MAX_ROUND_SLACK = 600.0
+AUTOSCALE_MAX_USED_CPU_RATIO = 0.95
+"""Machine CPU use from which the pool starts no more workers. Crawlee's default too. With 0.9
+the pool held back on the latency-bound benchmark (its local server takes CPU) and gained
+nothing on the CPU-bound one (benchmarks/README.md)."""
+
+# --- the spiders' start lists and options (config ``spiders.*``) ---------------------------------
+TRENDING_LANGUAGES = ["", "python", "rust", "go"]
+"""GitHub language slugs; "" = all languages. The start list is languages × periods."""
+TRENDING_PERIODS = ["daily", "weekly", "monthly"]
+SEARCH_QUERIES = ["topic:web-scraping", "language:python stars:>5000"]
+SEARCH_SORT = "stars"
+SEARCH_PER_PAGE = 100
+SEARCH_COMPLETE = True
+"""Slice past GitHub's 1000-result cap; False = the first 1000 results only."""
+SEARCH_MAX_RESULTS_PER_QUERY = None
+"""A safety cap on a complete query, per round; None = no cap."""
+# Documentation of well-known Python tools: one AutoThrottled crawl per site, so that the
+# README's ``--workers 20`` has a site for every docs worker it plans.
+DOCS_START_URLS = [
+    "https://docs.scrapy.org/en/latest/",
+    "https://docs.python.org/3/library/",
+    "https://docs.pytest.org/en/stable/",
+    "https://requests.readthedocs.io/en/latest/",
+    "https://flask.palletsprojects.com/en/stable/",
+    "https://docs.djangoproject.com/en/stable/",
+    "https://numpy.org/doc/stable/",
+    "https://pandas.pydata.org/docs/",
+    "https://docs.twisted.org/en/stable/",
+    "https://www.attrs.org/en/stable/",
+    "https://pip.pypa.io/en/stable/",
+    "https://packaging.python.org/en/latest/",
+    "https://docs.sqlalchemy.org/en/20/",
+    "https://lxml.de/",
+]
+DOCS_MAX_PAGES_PER_SITE = 2000
+DOCS_REFRESH_AFTER = 7 * 86400.0
+"""Seconds after which a stored page is fetched again."""
 
 # --- what 20 processes on one small box must not each open ---------------------------------------
 TELNETCONSOLE_ENABLED = False  # 20 consoles exhaust ports 6023–6073
@@ -73,6 +130,16 @@ collected before again; the store is kept and updated."""
 CONTENTHASH_RESET = False
 """True (``-s CONTENTHASH_RESET=1``, or ``-a contenthash_reset=1``): this run writes items whose
 content was collected before again; the store is kept and updated."""
+# The stores, each a class named by a setting as Scrapy's HTTPCACHE_STORAGE (scraper/stores/):
+# these are the one-machine ones; the distributed mode names the Redis ones
+# (scraper/distributed/wiring.py), tests the in-memory ones (scraper/stores/memory.py).
+DELTAFETCH_STORAGE = "scraper.stores.sqlite.deltafetch.SqliteDeltaFetchStorage"
+CONTENTHASH_STORAGE = "scraper.stores.sqlite.contenthash.SqliteContentHashStorage"
+BUDGET_STORAGE = "scraper.stores.sqlite.budget.SqliteBudgetStorage"
+ETAG_STORAGE = "scraper.stores.sqlite.etags.EtagStore"
+SLICEPLAN_STORAGE = "scraper.stores.sqlite.sliceplans.SlicePlanStore"
+MEMORY_STORAGE_SPACE = ""
+"""The in-memory stores of crawls naming the same space share their contents; "" = none."""
 SPIDER_MIDDLEWARES = {
     "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch": 100,
     # Closer to the engine than deltafetch: only pages about to be fetched count against a
@@ -117,6 +184,7 @@ DOWNLOAD_SLOTS = {
 ITEM_PIPELINES = {
     "pipelines.surrogates.LoneSurrogatePipeline": 50,  # before anything encodes the item
     "pipelines.contenthash.ContentHashPipeline": 100,
+    "pipelines.fidelity.CodeFidelityPipeline": 800,  # after dedup: a page logged once
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
 ITEMSTORE_SEGMENT_SECONDS = 3600
@@ -177,11 +245,17 @@ FEED_EXPORT_ENCODING = "utf-8"
 # wins over the file's) makes `scrapy crawl` switch the scheduler, dupefilter, dedup stores and
 # GitHub budget to Redis (scraper/distributed/wiring.py); nothing below is read on one machine.
 REDIS_KEY_PREFIX = "hubcollect"  # every key starts with it: collectors can share one Redis
-DISTRIBUTED_ROUND_COOLDOWN = 60.0
-"""Seconds between the end of a cluster round and the next; ``scrapy crawl`` sets the spider's
-round_interval from the config."""
 DISTRIBUTED_HEARTBEAT_INTERVAL = 2.0
 """Seconds between a worker's heartbeats (busy marker, process key, write-behind flush)."""
 DISTRIBUTED_CLAIM_TTL = 600
 """Seconds a content hash stays claimed by a worker that has not confirmed it (a dead worker's
 claims free the content for the others after this long)."""
+DISTRIBUTED_LEASE = 15.0
+"""Seconds a worker's leases outlive its last heartbeat: the requests a killed (or cut off) box
+had taken from the shared queue go back to it this long after it stopped answering."""
+DISTRIBUTED_POLITENESS = True
+"""Cap each host at CONCURRENT_REQUESTS_PER_DOMAIN requests at once and DOWNLOAD_DELAY (or
+AutoThrottle's delay) between two, for the whole cluster (scraper/distributed/politeness.py),
+not per worker."""
+DISTRIBUTED_DOWNLOAD_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+"""The handler that sends http(s) requests once the cluster gave them their turn."""

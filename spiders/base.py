@@ -1,4 +1,4 @@
-"""What every collector spider shares: config, shard, and the fields every item carries."""
+"""What every collector spider shares: settings, shard, and the fields every item carries."""
 
 from __future__ import annotations
 
@@ -6,14 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import scrapy
-from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 
-from scraper.config import CollectorConfig, SpiderConfig
 from scraper.diskspace import is_disk_full
 from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem, utc_stamp
@@ -27,19 +25,10 @@ from scraper.spiderargs import (
 )
 
 
-def collector_config(settings: BaseSettings) -> CollectorConfig:
-    """The config ``scrapy crawl`` resolved (setting ``COLLECTOR``)."""
-    config = settings.get("COLLECTOR")
-    if not isinstance(config, CollectorConfig):
-        raise SpiderArgumentError("the collector's spiders run through `scrapy crawl`, which "
-                                  "reads the config; COLLECTOR is not set")
-    return config
-
-
 class CollectorSpider(scrapy.Spider):
-    """A spider whose start list comes from the config and is cut by ``-a shard=i/N``."""
+    """A spider whose start list comes from its settings (the config's, set by
+    scraper/addon.py) and is cut by ``-a shard=i/N``."""
 
-    config: CollectorConfig
     shard: Shard = UNSHARDED
 
     def __init__(self, *args: Any, shard: str | Shard = "0/1", **kwargs: Any) -> None:
@@ -62,22 +51,13 @@ class CollectorSpider(scrapy.Spider):
         """Class defaults (``custom_settings``) first, then the config's ``settings:`` mapping,
         both at spider priority, so ``-s KEY=VALUE`` (cmdline priority) still wins."""
         super().update_settings(settings)
-        settings.setdict(dict(collector_config(settings).spider(cls.name).settings),
-                         priority="spider")
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> CollectorSpider:
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = collector_config(crawler.settings)
-        return spider
-
-    @property
-    def section(self) -> SpiderConfig:
-        return self.config.spider(self.name)
+        mine = settings.getdict("COLLECTOR_SPIDER_SETTINGS").get(cls.name)
+        if mine:
+            settings.setdict(mine, priority="spider")
 
     def start_entries(self) -> Sequence[Any]:
         """This spider's whole start list, unsharded, in config order."""
-        return self.section.start_entries()
+        raise NotImplementedError
 
     def my_entries(self) -> list[Any]:
         return self.shard.select(self.start_entries())

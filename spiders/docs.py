@@ -32,13 +32,16 @@ class DocsSpider(CollectorSpider):
     @property
     def refresh_after(self) -> float:
         """Read by the deltafetch middleware: a stored page is fetched again after this long."""
-        return self.config.docs.refresh_after
+        return self.settings.getfloat("DOCS_REFRESH_AFTER")
 
     @property
     def max_pages_per_site(self) -> int:
         """Read by the site cap middleware (scraper/spidermiddlewares/sitecap.py), which counts
         the round's pages in ``site_urls``."""
-        return self.config.docs.max_pages_per_site
+        return self.settings.getint("DOCS_MAX_PAGES_PER_SITE")
+
+    def start_entries(self) -> list[str]:
+        return self.settings.getlist("DOCS_START_URLS")
 
     def not_fetched(self, request: Any) -> None:
         # A page robots.txt refuses uses none of the site's pages this round: without this a
@@ -76,12 +79,15 @@ class DocsSpider(CollectorSpider):
         modified = response.headers.get(b"Last-Modified")
         page = extract_page(selector, response.url,
                             modified.decode("latin-1") if modified else None)
+        self.crawler.stats.inc_value("docs/code_blocks", page.code_blocks)
+        self.crawler.stats.inc_value("docs/code_blocks_exact", page.code_blocks_exact)
         new_urls = self.new_links(selector, response.url, prefix)
         del selector
         yield self.stamp(DocPageItem(
             url=response.url, title=page.title, headings=page.headings, text=page.text,
             markdown=page.markdown, canonical_url=page.canonical_url, lang=page.lang,
-            last_modified=page.last_modified))
+            last_modified=page.last_modified, code_blocks=page.code_blocks,
+            code_blocks_exact=page.code_blocks_exact, version=page.version))
         for url in new_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
                                  meta={"site": prefix})

@@ -25,7 +25,6 @@ from twisted.python.failure import Failure
 from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
-from scraper.layout import DataLayout
 from scraper.outcome import note_empty_listing
 from scraper.searchslices import (
     RESULTS_CAP,
@@ -39,7 +38,7 @@ from scraper.searchslices import (
     parse_query,
     resplit,
 )
-from scraper.stores.sliceplans import WHOLE, SlicePlanStore
+from scraper.stores.base import WHOLE, SlicePlanStorage, StoreUnavailable, build_store
 from spiders.base import CollectorSpider
 
 API_HEADERS = {
@@ -96,8 +95,12 @@ class SearchSpider(CollectorSpider):
     # HttpError; a 304 (the budget middleware asked with If-None-Match) means "unchanged".
     custom_settings = {"HTTPERROR_ALLOWED_CODES": [304, 422]}
 
-    _plans: SlicePlanStore | None = None
+    _plans: SlicePlanStorage | None = None
+    api_url: str
     api_origin: tuple[str, str, int | None]
+    sort: str
+    per_page: int
+    max_results: int | None
     rounds: dict[str, QueryRound]
     complete: bool
 
@@ -105,10 +108,16 @@ class SearchSpider(CollectorSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SearchSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, SearchSpider)
-        spider.api_origin = origin(spider.config.github.api_url)
+        settings = crawler.settings
+        spider.api_url = settings["GITHUB_API_URL"].rstrip("/")
+        spider.api_origin = origin(spider.api_url)
+        spider.sort = settings["SEARCH_SORT"]
+        spider.per_page = settings.getint("SEARCH_PER_PAGE")
+        cap = settings.get("SEARCH_MAX_RESULTS_PER_QUERY")
+        spider.max_results = None if cap in (None, "") else int(cap)
         spider.rounds = {}
         spider._sweep_ids = 0
-        spider.complete = spider.config.search.complete
+        spider.complete = settings.getbool("SEARCH_COMPLETE")
         if spider.complete and crawler.settings.getbool("COLLECTOR_DISTRIBUTED"):
             # A plan lives in one process's memory while it is made; a shared queue would hand
             # its probes to other workers.
@@ -117,6 +126,9 @@ class SearchSpider(CollectorSpider):
                                   RESULTS_CAP)
             spider.complete = False
         return spider
+
+    def start_entries(self) -> list[str]:
+        return self.settings.getlist("SEARCH_QUERIES")
 
     def state(self, query: str) -> QueryRound:
         """The query's round state; made on first sight in a worker that did not start it (the
@@ -129,7 +141,7 @@ class SearchSpider(CollectorSpider):
         for query in self.my_entries():
             state = self.state(query)
             complete = state.parsed is not None
-            plan = self.plans.load(query) if complete else None
+            plan = self._load_plan(query) if complete else None
             if not plan:  # no plan yet, or the query fits: the query itself, page 1
                 state.changed = plan is None and complete
                 state.slices[""] = None
@@ -152,11 +164,16 @@ class SearchSpider(CollectorSpider):
             return None
 
     @property
-    def plans(self) -> SlicePlanStore:
+    def plans(self) -> SlicePlanStorage:
         if self._plans is None:
-            self._plans = SlicePlanStore(DataLayout.from_settings(self.settings)
-                                         .search_slices_db)
+            self._plans = build_store(self.crawler, "SLICEPLAN_STORAGE")
         return self._plans
+
+    def _load_plan(self, query: str) -> list[Slice] | None:
+        try:
+            return self.plans.load(query)
+        except StoreUnavailable:  # unknown: planned afresh, as a query never seen
+            return None
 
     def closed(self, reason: str) -> None:
         if self._plans is not None:
@@ -165,10 +182,9 @@ class SearchSpider(CollectorSpider):
     # --- requests -----------------------------------------------------------------------------
 
     def query_url(self, q: str, **params: Any) -> str:
-        section = self.config.search
-        query = {"q": q, "sort": section.sort, "order": "desc", "per_page": section.per_page,
+        query = {"q": q, "sort": self.sort, "order": "desc", "per_page": self.per_page,
                  **params}
-        return f"{self.config.github.api_url}/search/repositories?{urlencode(query)}"
+        return f"{self.api_url}/search/repositories?{urlencode(query)}"
 
     def page_request(self, url: str, state: QueryRound, key: str | None, *, first: bool = False,
                      tries: int = 1, fresh: bool = False) -> scrapy.Request:
@@ -209,7 +225,7 @@ class SearchSpider(CollectorSpider):
         if origin(response.url) != self.api_origin:
             self.crawler.stats.inc_value("search/offsite_answers")
             self.logger.error("search %r: answer from %s, not from the API (%s); ignored",
-                              query, response.url, self.config.github.api_url)
+                              query, response.url, self.api_url)
             return None
         if response.status == 422:
             message = _message(response.body)
@@ -290,7 +306,7 @@ class SearchSpider(CollectorSpider):
             self.logger.error("search %r: %d of %d results at %s are not objects; skipped",
                               state.query, len(results) - len(repos), len(results),
                               response.url)
-        cap = self.config.search.max_results_per_query
+        cap = self.max_results
         for repo in repos:
             repo_id = repo.get("id")
             if repo_id in state.ids:
@@ -316,7 +332,7 @@ class SearchSpider(CollectorSpider):
             self.slice_done(state)
             return
         try:
-            start = first_result_index(link, self.config.search.per_page)
+            start = first_result_index(link, self.per_page)
         except ValueError as exc:
             self.crawler.stats.inc_value("search/bad_responses")
             self.logger.error("search %r ended: unusable next link %r at %s (%s)", state.query,
@@ -326,7 +342,7 @@ class SearchSpider(CollectorSpider):
         if origin(link) != self.api_origin:
             self.crawler.stats.inc_value("search/offsite_answers")
             self.logger.error("search %r ended: next link %r at %s leaves the API (%s)",
-                              state.query, link, response.url, self.config.github.api_url)
+                              state.query, link, response.url, self.api_url)
             self.slice_done(state)
             return
         if start < RESULTS_CAP:
@@ -396,7 +412,10 @@ class SearchSpider(CollectorSpider):
         if state.sweeps or state.broken or state.stopped or not state.changed:
             return
         plan = [piece for piece in state.slices.values() if piece is not None] or WHOLE
-        self.plans.save(state.query, plan)
+        try:
+            self.plans.save(state.query, plan)
+        except StoreUnavailable:  # kept for the next save of this query; else planned again
+            return
         state.changed = False
         if plan:
             self.logger.info("search %r: %d slices planned", state.query, len(plan))

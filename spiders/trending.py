@@ -10,6 +10,7 @@ from typing import Any
 import scrapy
 from scrapy.http import Response
 
+from scraper.config import trending_entries
 from scraper.items import CollectedItem, TrendingPageItem, TrendingRepoItem
 from scraper.outcome import note_empty_listing
 from scraper.parsers.trending import parse_trending
@@ -19,9 +20,13 @@ from spiders.base import CollectorSpider
 class TrendingSpider(CollectorSpider):
     name = "trending"
 
+    def start_entries(self) -> list[tuple[str, str]]:
+        return trending_entries(self.settings.getlist("TRENDING_LANGUAGES"),
+                                self.settings.getlist("TRENDING_PERIODS"))
+
     def listing_url(self, language: str, period: str) -> str:
         path = f"/trending/{language}" if language else "/trending"
-        return f"{self.config.github.web_url}{path}?since={period}"
+        return f"{self.settings['GITHUB_WEB_URL']}{path}?since={period}"
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for language, period in self.my_entries():
@@ -36,7 +41,7 @@ class TrendingSpider(CollectorSpider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[CollectedItem]:
         cap = self.settings.getint("TRENDING_MAX_ROWS")
-        rows = parse_trending(response.text, self.config.github.web_url, max_rows=cap + 1)
+        rows = parse_trending(response.text, self.settings["GITHUB_WEB_URL"], max_rows=cap + 1)
         if not rows:
             self.crawler.stats.inc_value("trending/empty_pages")
             note_empty_listing(self.crawler.stats, response.url)

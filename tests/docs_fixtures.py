@@ -15,7 +15,9 @@ from pathlib import Path
 
 import lxml.html
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "docs"
+# shared/ sits beside the checkout (/work/main) or beside its worktrees' parent (/work/wt/x).
+FIXTURES = next(parent / "shared/fixtures/docs" for parent in Path(__file__).resolve().parents
+                if (parent / "shared/fixtures/docs").is_dir())
 
 
 @dataclass(frozen=True)
@@ -185,3 +187,4 @@ def html_tables(html: str) -> list[tuple[int, int]]:
 
 def fixture_html(fixture: Fixture) -> str:
     return (FIXTURES / f"{fixture.name}.html").read_text(encoding="utf-8")
+

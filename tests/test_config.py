@@ -366,8 +366,7 @@ def test_spider_settings_from_config_and_cmdline_wins(collector: Collector, fake
 def test_environment_is_resolved_once_into_the_config(tmp_path: Path) -> None:
     """The token (named by github.token_env) and the Redis URL come from the environment at load;
     the token prints as *** wherever the config or the settings made from it are shown."""
-    from scraper.commands.crawl import collector_settings
-    from scraper.layout import DataLayout
+    from scraper.addon import config_settings
 
     path = tmp_path / "collector.yaml"
     path.write_text("github:\n  token_env: MY_TOKEN\nredis_url: redis://file:1/0\n")
@@ -377,7 +376,7 @@ def test_environment_is_resolved_once_into_the_config(tmp_path: Path) -> None:
     assert load_config(path, environ={"COLLECTOR_REDIS_URL": "redis://env:2/0"}).redis_url == (
         "redis://env:2/0")
     assert load_config(path, environ={}).github.token is None
-    settings = collector_settings(config, DataLayout(tmp_path / "data"))
+    settings = config_settings(config)
     assert settings["GITHUB_TOKEN"] == config.github.token
     assert "ghp_once" not in repr(config) + repr(settings) + str(settings)
     with pytest.raises(ConfigError, match=r"^\$COLLECTOR_REDIS_URL: 'nope' is not a Redis URL"):

@@ -90,8 +90,9 @@ def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector:
     for item in items:
         assert set(item) == {"url", "title", "headings", "text", "markdown", "canonical_url",
                              "lang", "last_modified", "spider", "shard", "collected_at",
-                             "content_hash"}
+                             "content_hash", "code_blocks", "code_blocks_exact", "version"}
         assert item["spider"] == "docs" and item["shard"] == "0/1"
+        assert item["code_blocks_exact"] == item["code_blocks"]
         assert ISO_UTC.match(item["collected_at"])
         assert re.fullmatch(r"[0-9a-f]{64}", item["content_hash"])
         text = item["text"]

@@ -238,25 +238,6 @@ def test_trending_page_with_zero_rows_is_an_error_naming_the_url(collector: Coll
     assert collector.worker_state("trending")["last_error"]
 
 
-@pytest.mark.timeout(90)
-def test_trending_second_run_drops_unchanged_items_by_content_hash(collector: Collector,
-                                                                   fake_github) -> None:
-    configure(collector, fake_github, spiders={"trending": {"languages": ["", "go"],
-                                                                  "periods": ["daily"]}})
-    first = crawl_ok(collector, "trending")
-    files = collector.items_by_file("trending")
-    count = sum(1 for lines in files.values() for item in lines if "rows" not in item)
-    assert count > 0 and first["contenthash/stored"] == count
-    second = crawl_ok(collector, "trending")
-    assert second["contenthash/dropped"] == count
-    # Only the two pages' snapshots are written again: observations are never deduplicated.
-    assert second["item_scraped_count"] == 2
-    after = collector.items_by_file("trending")
-    new = [lines for name, lines in after.items() if name not in files]
-    assert [len(lines) for lines in new] == [2] and all("rows" in item for item in new[0])
-    assert {name: after[name] for name in files} == files
-
-
 def test_content_hash_ignores_collected_at_rank_and_shard() -> None:
     """Two runs in the same second would not show it end to end: checked on the items."""
     row = {"full_name": "o/r", "owner": "o", "name": "r", "url": "https://github.com/o/r",

@@ -303,11 +303,11 @@ def test_calls_whose_answer_was_lost_are_made_again_safely(redis_url: str) -> No
     from scrapy import Request
 
     from scraper.distributed.connection import RedisLink
-    from scraper.distributed.contenthash import RedisContentHashStore
     from scraper.distributed.keys import Keys
     from scraper.distributed.rounds import SpiderRound
     from scraper.distributed.scheduler import RedisScheduler
     from scraper.distributed.writebehind import WriteBehind
+    from scraper.stores.redis.contenthash import RedisContentHashStore
 
     crawler = crawler_for(redis_url)
     scheduler = RedisScheduler.from_crawler(crawler)
@@ -333,9 +333,9 @@ def test_calls_whose_answer_was_lost_are_made_again_safely(redis_url: str) -> No
 
 def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str) -> None:
     from scraper.distributed.connection import RedisLink
-    from scraper.distributed.contenthash import RedisContentHashStore
     from scraper.distributed.keys import Keys
     from scraper.distributed.writebehind import WriteBehind
+    from scraper.stores.redis.contenthash import RedisContentHashStore
 
     link = RedisLink(redis_url)
     writes = WriteBehind(link, None)
@@ -356,15 +356,14 @@ def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str
 def test_deltafetch_records_expire_after_refresh_after(redis_url: str) -> None:
     from scraper.distributed.connection import RedisLink
     from scraper.distributed.defaults import LINKS_TTL_MARGIN
-    from scraper.distributed.deltafetch import RedisDeltaFetchStore
     from scraper.distributed.keys import Keys
     from scraper.distributed.writebehind import WriteBehind
+    from scraper.stores.redis.deltafetch import RedisDeltaFetchStore
 
     link = RedisLink(redis_url)
-    store = RedisDeltaFetchStore(link, Keys(), "docs", WriteBehind(link, None), 100.0)
-    store.set_links(b"\x01", ["http://h/a", "http://h/b"])
-    store[b"\x01"] = "123.5"
-    assert store.get(b"\x01") == "123.5" and b"\x01" in store
+    store = RedisDeltaFetchStore(link, Keys(), WriteBehind(link, None), "docs", 100.0)
+    store.record(b"\x01", "123.5", ["http://h/a", "http://h/b"])
+    assert store.get(b"\x01") == "123.5"
     assert store.links(b"\x01") == ["http://h/a", "http://h/b"]
     record_ttl = link.client.ttl("hubcollect:docs:deltafetch:01")
     links_ttl = link.client.ttl("hubcollect:docs:links:01")
@@ -453,9 +452,9 @@ class Clock:
 def budget_store(url: str, clock: Clock, pid: int, alive: Callable[[int], bool] = lambda p: True
                  ) -> Any:
     from scraper.budget.store import BucketKey, BucketSpec, BudgetTiming
-    from scraper.distributed.budget import RedisBudgetStore
     from scraper.distributed.connection import RedisLink
     from scraper.distributed.keys import Keys
+    from scraper.stores.redis.budget import RedisBudgetStore
 
     store = RedisBudgetStore(RedisLink(url), Keys(), BudgetTiming(0.5, 0.0, 60.0, 3600.0),
                              clock=clock, pid=pid, alive=alive)
@@ -510,8 +509,8 @@ def test_budget_store_frees_tickets_of_dead_machines(redis_url: str) -> None:
 
 def test_etag_store_keeps_etags_for_every_machine(redis_url: str) -> None:
     from scraper.distributed.connection import RedisLink
-    from scraper.distributed.etags import RedisEtagStore
     from scraper.distributed.keys import Keys
+    from scraper.stores.redis.etags import RedisEtagStore
 
     a, b = (RedisEtagStore(RedisLink(redis_url), Keys()) for _ in range(2))
     a.remember("anonymous", {"http://api/search?q=x": ('"e1"', '<http://api/p2>; rel="next"')})

@@ -21,15 +21,8 @@ from typing import Any
 import pytest
 
 from runner.pidfile import PidFile
-from scraper.statefile import (
-    HealthMemory,
-    SlotRecord,
-    StatusFile,
-    WorkerRecord,
-    write_health_memory,
-    write_status,
-    write_worker,
-)
+from runner.state import HealthMemory, SlotRecord, StatusFile, write_health_memory, write_status
+from scraper.statefile import WorkerRecord, write_worker
 from tests.support import RUNNER, Collector, wait_for
 from tests.test_ops import Ops, Webhook
 
@@ -350,7 +343,8 @@ def test_a_refused_connection_costs_no_github_budget(collector: Collector) -> No
 
 
 @pytest.mark.parametrize("args, message", [
-    (["statsu"], "python -m runner: unknown command 'statsu' (run, status, stop, watchdog, "),
+    (["statsu"],
+     "python -m runner: unknown command 'statsu' (run, status, stop, reload, watchdog, "),
     (["--wokers", "4"], "python -m runner: unknown option --wokers"),
     (["status", "--jsno"], "python -m runner: unknown option --jsno"),
 ])

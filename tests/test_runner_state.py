@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from scraper.statefile import StatusFile, WorkerRecord, read_status, read_worker
+from runner.state import StatusFile, read_status
+from scraper.statefile import WorkerRecord, read_worker
 from tests.support import Collector, wait_for
 
 REDIS_SERVER = shutil.which("redis-server")

@@ -59,7 +59,8 @@ TEMP_DDL = (
     "CREATE INDEX IF NOT EXISTS temp.obs_by_repo "
     "ON obs (full_name, period, trending_language, observed_at)",
     f"CREATE TEMP TABLE IF NOT EXISTS search (id, collected_at, {', '.join(_REPO_META)})",
-    "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title)",
+    "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title, markdown, "
+    "code_blocks, code_blocks_exact, version)",
 )
 
 _STARS_AT = ("(SELECT stars FROM temp.obs o WHERE o.full_name = g.full_name "
@@ -100,6 +101,9 @@ MERGE_SQL = (
     "INSERT INTO docs_versions SELECT url, content_hash, min(collected_at), title FROM temp.docs "
     "GROUP BY url, content_hash ON CONFLICT (url, content_hash) DO UPDATE SET "
     "first_seen = min(first_seen, excluded.first_seen)",
+    # One content hash is one content: the first line of it loaded says what it says.
+    "INSERT OR IGNORE INTO docs_contents SELECT url, content_hash, title, markdown, code_blocks, "
+    "code_blocks_exact, version FROM temp.docs ORDER BY collected_at",
     "INSERT OR REPLACE INTO docs_pages SELECT v.url, v.title, v.content_hash, a.first_seen, "
     "a.last_changed, a.versions FROM (SELECT url, min(first_seen) AS first_seen, "
     "max(first_seen) AS last_changed, count(*) AS versions FROM docs_versions "
@@ -157,9 +161,18 @@ def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
             if config is not None and config.items_keep_days:
                 result.removed = remove_loaded_segments(conn, layout, config.items_keep_days)
             if config is not None:
+                from runner.dataset.docsfeeds import write_docs_feeds
                 from runner.dataset.feeds import write_feeds
 
-                write_feeds(conn, layout, config.github.web_url, warn=warn)
+                said: set[str] = set()
+
+                def warn_once(line: str) -> None:  # both kinds of feed need feedgen
+                    if line not in said:
+                        said.add(line)
+                        warn(line)
+
+                write_feeds(conn, layout, config.github.web_url, warn=warn_once)
+                write_docs_feeds(conn, layout, config.docs.start_entries(), warn=warn_once)
         finally:
             conn.close()
     result.seconds = time.monotonic() - started
@@ -223,7 +236,7 @@ class _Buffers:
     SQL = {
         "obs": f"INSERT OR IGNORE INTO temp.obs VALUES ({', '.join('?' * len(_OBS_COLS))})",
         "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
-        "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?)",
+        "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     }
 
     def __init__(self, conn: Any) -> None:
@@ -328,4 +341,9 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
         print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
         return 1
     print(result.describe(layout.catalog_db))
+    if not result.busy:
+        from runner.dataset.fidelity import catalog_fidelity
+
+        for site in catalog_fidelity(layout, config):
+            print(f"docs code fidelity: {site.describe()}")
     return 0

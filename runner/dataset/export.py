@@ -1,7 +1,8 @@
 """``python -m runner export --format csv|parquet|jsonl --out DIR [--table NAME]``.
 
 One file per data table (``DIR/{table}.{csv,parquet,jsonl}``), streamed from the catalog in
-batches, each written under a temporary name and renamed when whole.
+batches, each written under a temporary name and renamed when whole. ``--format llms`` writes
+the docs sites for LLMs instead (runner/dataset/llms.py), ``--date`` as they were that day.
 
 Parquet goes through pyarrow (the ``export`` extra) rather than DuckDB: on a 2 GB box the
 export must stream, and pyarrow's ``ParquetWriter`` takes one record batch at a time from the
@@ -18,6 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 
 PROG = f"{RUNNER} export"
-FORMATS = ("csv", "parquet", "jsonl")
+FORMATS = ("csv", "parquet", "jsonl", "llms")
 BATCH = 10_000
 PARQUET_HINT = "--format parquet needs pyarrow: pip install -e '.[export]'"
 
@@ -42,10 +44,33 @@ def register(parser: argparse.ArgumentParser,
     parser.add_argument("--out", required=True, metavar="DIR")
     parser.add_argument("--table", choices=DATA_TABLES, metavar="NAME",
                         help=f"only this table: {', '.join(DATA_TABLES)}")
+    parser.add_argument("--date", type=snapshot_date, metavar="YYYY-MM-DD",
+                        help="--format llms: each page as it was at the end of that day (UTC), "
+                             "or at a moment given as YYYY-MM-DDTHH:MM:SSZ")
     parser.set_defaults(handler=cmd_export)
 
 
+def snapshot_date(value: str) -> str:
+    """The moment a snapshot is taken at, as the catalog writes times (ISO-8601 UTC)."""
+    try:
+        if len(value) == 10:
+            return f"{date.fromisoformat(value).isoformat()}T23:59:59Z"
+        if len(value) == 20 and value.endswith("Z"):
+            datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+            return value
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{value!r} is not a date: give YYYY-MM-DD (the end of "
+                                     "that day, UTC) or YYYY-MM-DDTHH:MM:SSZ")
+
+
 def cmd_export(args: argparse.Namespace, config: CollectorConfig) -> int:
+    if args.format == "llms":
+        return cmd_export_llms(args, config)
+    if args.date:
+        print(f"{PROG}: --date is for --format llms (the tables hold every date already)",
+              file=sys.stderr)
+        return USAGE_ERROR
     if args.format == "parquet":
         try:
             import pyarrow.parquet  # noqa: F401 - present and importable, before any work
@@ -57,6 +82,21 @@ def cmd_export(args: argparse.Namespace, config: CollectorConfig) -> int:
         for table in [args.table] if args.table else DATA_TABLES:
             path, rows = export_table(conn, table, args.format, out)
             print(f"{table}: {rows:,} rows -> {path}")
+
+    return read_into(DataLayout(config.data_dir), Path(args.out), PROG, work)
+
+
+def cmd_export_llms(args: argparse.Namespace, config: CollectorConfig) -> int:
+    from runner.dataset.llms import TOKEN_ESTIMATE, export_llms
+
+    def work(conn: Any, out: Path) -> None:
+        sites = export_llms(conn, out, config.docs.start_entries(), args.date)
+        for prefix, directory, pages, tokens in sites:
+            print(f"{prefix}: {pages:,} pages, about {tokens:,} tokens -> {directory}/llms.txt")
+        if not sites:
+            print(f"no docs pages in the catalog{' by ' + args.date if args.date else ''}")
+        else:
+            print(f"tokens: estimated as {TOKEN_ESTIMATE}, no tokenizer")
 
     return read_into(DataLayout(config.data_dir), Path(args.out), PROG, work)
 

@@ -81,7 +81,12 @@ def search_row(record: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def docs_row(record: dict[str, Any]) -> tuple[Any, ...]:
-    """A docs item → (url, content_hash, collected_at, title)."""
+    """A docs item → (url, content_hash, collected_at, title, markdown, code_blocks,
+    code_blocks_exact, version)."""
     return (_field(record, "url", str, "a URL"),
             _field(record, "content_hash", str, "a sha256 hex digest"), stamp(record),
-            _field(record, "title", str, "text", optional=True))
+            _field(record, "title", str, "text", optional=True),
+            _field(record, "markdown", str, "Markdown text", optional=True),
+            _field(record, "code_blocks", int, "an integer", optional=True),
+            _field(record, "code_blocks_exact", int, "an integer", optional=True),
+            _field(record, "version", str, "a version name", optional=True))

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 
+from runner.exitstatus import describe_exit
 from runner.worker import die_with_parent
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
@@ -30,6 +31,7 @@ NICENESS = 10
 class CatalogSchedule:
     def __init__(self, config: CollectorConfig, config_path: str | None, *,
                  enabled: bool = True) -> None:
+        self.enabled = enabled
         self.interval = config.catalog_interval if enabled else 0.0
         self.config_path = config_path
         self.layout = DataLayout(config.data_dir)
@@ -51,8 +53,6 @@ class CatalogSchedule:
             return False
         self.pid = None
         self.next_at = time.monotonic() + self.interval
-        from runner.supervisor import describe_exit  # the supervisor imports this module
-
         ok, how = describe_exit(status)
         took = time.monotonic() - self.started_at
         if ok:

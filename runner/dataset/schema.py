@@ -93,6 +93,17 @@ TABLES: tuple[Table, ...] = (
         ("first_seen", "TEXT NOT NULL", "when this content was first collected"),
         ("title", "TEXT", "the title with this content"),
     ), key=("url", "content_hash")),
+    Table("docs_contents", "What each content of a documentation page says", (
+        ("url", "TEXT NOT NULL", "the page"),
+        ("content_hash", "TEXT NOT NULL", "the docs item's content_hash"),
+        ("title", "TEXT", "its title"),
+        ("markdown", "TEXT", "its main content as GitHub-flavoured Markdown"),
+        ("code_blocks", "INTEGER", "code blocks in the content (NULL: collected before the "
+                                   "converter counted them)"),
+        ("code_blocks_exact", "INTEGER", "of them, byte-exact in markdown"),
+        ("version", "TEXT", "the version the page documents (its URL's or its version "
+                            "switcher's), NULL if it names none"),
+    ), key=("url", "content_hash")),
     Table("items_per_hour", "Items collected per hour and spider", (
         ("spider", "TEXT NOT NULL", "trending, search or docs"),
         ("hour", "TEXT NOT NULL", "the hour of collected_at, 'YYYY-MM-DDTHH:00Z'"),

@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 
+from runner.state import SlotRecord, SlotStatus, StatusFile, read_status
 from scraper.layout import DataLayout
-from scraper.statefile import SlotRecord, StatusFile, read_status
 
 STALE_ROUNDS = 3
 STALE_SLACK = 60.0
@@ -84,12 +84,12 @@ def slot_problems(workers: list[SlotRecord], runner_pid: int | None, now: Clocks
     children = _live_children(runner_pid) if runner_pid else set()
     problems: Problems = {}
     for slot in workers:
-        if slot.state == "running":
+        if slot.state == SlotStatus.RUNNING:
             if slot.pid not in children:
                 problems[slot.slug] = ("running", slot.pid)
-        elif slot.state == "queued":
+        elif slot.state == SlotStatus.QUEUED:
             continue  # due, waiting for a turn to crawl (runner/autoscale.py): the runner's choice
-        elif slot.state == "sleeping":
+        elif slot.state == SlotStatus.SLEEPING:
             due_in = now.until(slot.next_round_at, slot.next_round_monotonic)
             if due_in is None or due_in + SLEEP_GRACE < 0:
                 problems[slot.slug] = ("sleeping overdue",)

@@ -28,9 +28,11 @@ import psutil
 from runner.ops.liveness import Clocks, healthy_slots
 from runner.ops.notify import log_to_runner_log
 from runner.pidfile import running_pid
+from runner.runargs import parse_run_options
+from runner.state import RunnerLaunch, read_status
+from runner.usage import UsageError
 from scraper.config import CONFIG_ENV, REDIS_URL_ENV
 from scraper.layout import DataLayout
-from scraper.statefile import RunnerLaunch, read_status
 from scraper.urlmask import is_masked, mask_url
 
 UP_TIMEOUT = 60.0
@@ -101,9 +103,6 @@ def runner_environment(pid: int) -> dict[str, str] | None:
 def runner_command(recorded: list[str], redis_urls: Iterable[str | None] = ()) -> list[str]:
     """``[this python, -m, runner, options…]`` from a recorded command line, its masked Redis
     password restored from ``redis_urls``; RestartFailed when it is not a runner's ``run``."""
-    from runner.cli import parse_run_options
-    from runner.usage import UsageError
-
     if len(recorded) < 3 or recorded[1:3] != ["-m", "runner"]:
         raise RestartFailed(f"the recorded command line {' '.join(recorded[:3])!r}… is not "
                             "'python -m runner …': not starting it")

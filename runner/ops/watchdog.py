@@ -49,19 +49,21 @@ from runner.ops.restart import (
 )
 from runner.outcome import shard_health, unhealthy_spiders
 from runner.pidfile import running_pid
-from runner.usage import PROG, TROUBLE, usage_error
-from scraper.config import CollectorConfig
-from scraper.layout import DataLayout
-from scraper.statefile import (
+from runner.resolved import run_config
+from runner.state import (
     HealthMemory,
     RunnerLaunch,
     StatusFile,
     read_health_memory,
     read_launch,
     read_status,
-    read_worker,
     write_health_memory,
 )
+from runner.usage import PROG, TROUBLE, usage_error
+from scraper.config import CollectorConfig
+from scraper.layout import DataLayout
+from scraper.settings import REDIS_KEY_PREFIX
+from scraper.statefile import read_worker
 from scraper.units import format_size
 
 
@@ -70,6 +72,11 @@ def register(parser: argparse.ArgumentParser,
     parser.description = "Print nothing while the collector is healthy; else restart it."
     add_config_option(parser)
     add_min_workers(parser, "healthy worker slots required (default: all the plan's)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="distributed mode: also say once when another box stops "
+                             "heartbeating")
+    parser.add_argument("--cluster-only", action="store_true",
+                        help="only that (systemd restarts this box's runner)")
     parser.set_defaults(handler=cmd_watchdog)
 
 
@@ -77,6 +84,24 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_watchdog(args: argparse.Namespace, config: CollectorConfig) -> int:
+    cluster_only = getattr(args, "cluster_only", False)
+    if getattr(args, "cluster", False) or cluster_only:
+        if not config.redis_url:
+            return usage_error("watchdog --cluster: no redis_url in the config (or "
+                               "$COLLECTOR_REDIS_URL): this box is in no cluster")
+        from runner.ops.clusterwatch import watch_cluster
+
+        layout = DataLayout(config.data_dir)
+        for line in watch_cluster(config.redis_url, REDIS_KEY_PREFIX, layout.state_dir,
+                                  str(config.data_dir)):
+            print(line, flush=True)
+        if cluster_only:
+            return 0
+    return _watch_box(args, config)
+
+
+def _watch_box(args: argparse.Namespace, config: CollectorConfig) -> int:
+    config = run_config(config)  # the running runner's thresholds, not an unreloaded edit's
     layout = DataLayout(config.data_dir)
     status = read_status(layout.status_file)
     # How to start the runner again: its own record, else (a runner older than that record)

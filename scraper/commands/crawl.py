@@ -10,14 +10,15 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.spiderloader import get_spider_loader
 
-from scraper.config import CollectorConfig, ConfigError, load_config
+from scraper.addon import apply
+from scraper.config import ConfigError
 from scraper.diskspace import (
     DISK_FULL_EXIT,
     DISK_FULL_REASON,
@@ -43,25 +44,6 @@ def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
     raise SystemExit(status)
 
 
-def collector_settings(config: CollectorConfig, layout: DataLayout) -> dict[str, Any]:
-    """The config as the Scrapy settings the components read (scraper/settings.py documents
-    each); the only place the config object becomes settings."""
-    github = config.github
-    return {
-        "COLLECTOR": config,
-        "COLLECTOR_DATA_DIR": str(layout.root),
-        # scrapy-deltafetch's own lookup; absolute, so it never makes a .scrapy/ directory
-        # wherever a worker runs. The store itself is DataLayout.deltafetch_db.
-        "DELTAFETCH_DIR": str(layout.deltafetch_dir),
-        "GITHUB_API_URL": github.api_url,
-        "GITHUB_WEB_URL": github.web_url,
-        "GITHUB_TOKEN": github.token,
-        "GITHUB_TOKEN_ENV": github.token_env,
-        "GITHUB_WEB_MIN_INTERVAL": github.web_min_interval,
-        "GITHUB_RATE_LIMITS": github.first_guess_limits(),
-    }
-
-
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
 
@@ -75,8 +57,11 @@ class Command(ScrapyCrawlCommand):
         super().process_options(args, opts)
         assert self.settings is not None
         try:
-            config = load_config(self.settings.get("COLLECTOR_CONFIG"))
-        except ConfigError as exc:
+            # Now, not when Scrapy makes its CrawlerProcess: the log file and the worker lock
+            # below are under the config's data_dir. The add-on's own calls later find the
+            # config already read.
+            apply(self.settings)
+        except (ConfigError, ValueError) as exc:
             fail(str(exc))
         if len(args) != 1:
             fail("give exactly one spider name, e.g. scrapy crawl docs -a shard=0/4")
@@ -97,36 +82,18 @@ class Command(ScrapyCrawlCommand):
             self.shard = Shard.parse(opts.spargs["shard"]) if "shard" in opts.spargs else UNSHARDED
         except ShardError as exc:
             fail(f"-a {exc}")
-        self.layout = DataLayout(config.data_dir)
+        self.layout = DataLayout.from_settings(self.settings)
         self.spider_name = args[0]
         log_file = self.layout.log_file(self.spider_name, self.shard)
         try:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             open_log(log_file).close()  # refuses a symlink before Scrapy's handler opens it
         except OSError as exc:
-            fail(f"data_dir {config.data_dir}: cannot write {exc.filename}: {exc.strerror}")
-        # Project priority: below the spider's own settings and below -s on the command line.
-        self.settings.setdict(collector_settings(config, self.layout), priority="project")
-        self.settings.set("DISTRIBUTED_ROUND_COOLDOWN", config.round_interval_of(args[0]),
-                          priority="project")
+            fail(f"data_dir {self.layout.root}: cannot write {exc.filename}: {exc.strerror}")
         self.settings.set("LOG_FILE", str(log_file), priority="project")
-        self._distributed_mode(config)
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
         # refused process must not write its start-up banner into the running worker's log.
         self._claim_spider_shard()
-
-    def _distributed_mode(self, config: CollectorConfig) -> None:
-        """With a Redis URL (config.redis_url: $COLLECTOR_REDIS_URL, else the file's) the
-        scheduler, dupefilter, stores and budget move to Redis (scraper/distributed/);
-        without one, nothing changes."""
-        if not config.redis_url:
-            return
-        from scraper.distributed import wiring
-
-        try:
-            wiring.configure(self.settings, config.redis_url)
-        except ValueError as exc:
-            fail(str(exc))
 
     def _claim_spider_shard(self) -> None:
         label = f"{self.spider_name} {self.shard}"

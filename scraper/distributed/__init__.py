@@ -9,10 +9,10 @@ One module per Scrapy component replaced, in the scrapy-redis style:
   fingerprinting with the project's ``REQUEST_FINGERPRINTER``;
 * :mod:`.spider` and :mod:`.rounds` — RedisMixin with an async ``start()``; rounds seeded once
   for the cluster, ended when the shared queue is drained and no worker is busy;
-* :mod:`.contenthash`, :mod:`.deltafetch`, :mod:`.budget` — the stores, on Redis, with the
-  one-machine semantics; :mod:`.writebehind` — their writes survive an outage;
+* the stores on Redis are in :mod:`scraper.stores.redis`, chosen by the ``*_STORAGE``
+  settings like the one-machine ones; :mod:`.writebehind` — their writes survive an outage;
 * :mod:`.worker` — the worker's heartbeats; :mod:`.registry` — runners' heartbeats, the cluster
-  view for ``status``; :mod:`.wiring` — the settings ``scrapy crawl`` switches.
+  view for ``status``; :mod:`.wiring` — the settings preset ``scrapy crawl`` applies.
 
 Nothing here is imported in the one-machine mode. See ``docs/distributed.md``.
 """

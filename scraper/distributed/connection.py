@@ -33,6 +33,7 @@ from redis.client import Pipeline
 from redis.retry import Retry
 
 from scraper.distributed import defaults
+from scraper.stores.base import StoreUnavailable
 from scraper.urlmask import mask_url
 
 logger = logging.getLogger("scraper.distributed")
@@ -40,7 +41,7 @@ logger = logging.getLogger("scraper.distributed")
 _CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
-class RedisUnavailable(redis.exceptions.ConnectionError):
+class RedisUnavailable(redis.exceptions.ConnectionError, StoreUnavailable):
     """Redis cannot be reached right now; try again after :meth:`RedisLink.wait_until_up`."""
 
 

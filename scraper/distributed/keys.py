@@ -11,19 +11,31 @@ Redis can serve several collectors (or test runs) side by side::
                                              finished_at, next_round_at, seeded_by, entries
     {p}:{spider}:seed-lock             str   held while a worker decides/seeds a round
     {p}:{spider}:busy                  zset  worker id → expiry: workers with work in flight
-    {p}:{spider}:popped:{worker}       hash  a worker's last pop (token, data): a pop whose
+    {p}:{spider}:popped:{worker}       hash  a worker's last pop (token, answer): a pop whose
                                              answer was lost is answered again, not lost
+    {p}:{spider}:leases:{worker}       hash  lease id → queue entry a worker took and has not
+                                             finished; given back when its busy marker lapses
+    {p}:{spider}:lessees               set   workers holding leases (whom to look at)
+    {p}:{spider}:lease-seq             str   the last lease id handed out
+    {p}:polite:{host}:inflight         zset  requests being sent to a host by any box → expiry
+    {p}:polite:{host}:last             str   Redis time of the last request sent to a host
     {p}:{spider}:site:{round}:{sha1}   set   docs: URLs asked per site this round (page cap)
     {p}:{spider}:deltafetch:{key}      str   time a page was collected; TTL = refresh_after
     {p}:{spider}:links:{key}           str   JSON list of the page's links (the replay)
-    {p}:{spider}:contenthash           hash  content hash → collected_at: written items
+    {p}:{spider}:ch:{hhhh}             hash  written items' content hashes, in 65,536 small
+                                             hashes by the digest's first 4 hex digits: the
+                                             next 24 → collected_at (Unix seconds). Small
+                                             hashes are listpacks: ~40 bytes an item
     {p}:{spider}:claim:{hash}          str   worker id holding the hash between process_item
                                              and the item being written; TTL = claim TTL
+    {p}:search:plans                   hash  search query → its slice plan (JSON list)
     {p}:budget:state                   str   the GitHub budget's tables (JSON snapshot)
     {p}:budget:lock                    str   held for one budget transaction
     {p}:budget:etag:{identity}:{sha1}  str   last ETag of a search page; TTL 30 days
     {p}:proc:{id}                      str   a live worker process (JSON); TTL, heartbeats
     {p}:runner:{host}:{pid}            str   a live runner (JSON); TTL, heartbeats
+    {p}:boxes                          hash  box (host:data_dir) → its runner's last heartbeat
+                                             (JSON): a box that stops beating stays listed
 
 Times written into Redis for cluster decisions (rounds, busy markers) come from Redis's own
 clock (``TIME`` inside Lua), so machines with skewed clocks still agree.
@@ -37,6 +49,11 @@ from dataclasses import dataclass
 from scrapy.settings import BaseSettings
 
 from scraper.settings import REDIS_KEY_PREFIX
+
+CONTENTHASH_BUCKET = 4
+"""Hex digits of a content hash naming its small hash: 65,536 of them."""
+CONTENTHASH_FIELD = 24
+"""Hex digits of a content hash kept as its field."""
 
 
 def _digest(text: str) -> str:
@@ -90,6 +107,24 @@ class Keys:
     def popped(self, spider: str, worker: str) -> str:
         return self._spider(spider, f"popped:{worker}")
 
+    def leases(self, spider: str, worker: str) -> str:
+        return self._spider(spider, f"leases:{worker}")
+
+    def leases_prefix(self, spider: str) -> str:
+        return self._spider(spider, "leases:")
+
+    def lessees(self, spider: str) -> str:
+        return self._spider(spider, "lessees")
+
+    def lease_seq(self, spider: str) -> str:
+        return self._spider(spider, "lease-seq")
+
+    def polite_inflight(self, host: str) -> str:
+        return f"{self.prefix}:polite:{host}:inflight"
+
+    def polite_last(self, host: str) -> str:
+        return f"{self.prefix}:polite:{host}:last"
+
     def site(self, spider: str, round_id: int, site_prefix: str) -> str:
         return self._spider(spider, f"site:{round_id}:{_digest(site_prefix)}")
 
@@ -99,11 +134,19 @@ class Keys:
     def links(self, spider: str, key: bytes) -> str:
         return self._spider(spider, f"links:{key.hex()}")
 
-    def contenthash(self, spider: str) -> str:
-        return self._spider(spider, "contenthash")
+    def contenthash(self, spider: str, digest: str) -> tuple[str, str]:
+        """The small hash holding ``digest`` and its field there: 16 + 96 bits of the digest
+        (a collision among a billion items has odds below 10^-15), compact as Redis's listpack
+        encoding keeps hashes of up to ``hash-max-listpack-entries`` fields."""
+        return self._spider(spider, f"ch:{digest[:CONTENTHASH_BUCKET]}"), \
+            digest[CONTENTHASH_BUCKET:CONTENTHASH_BUCKET + CONTENTHASH_FIELD]
 
     def claim(self, spider: str, digest: str) -> str:
         return self._spider(spider, f"claim:{digest}")
+
+    @property
+    def slice_plans(self) -> str:
+        return f"{self.prefix}:search:plans"
 
     @property
     def budget_state(self) -> str:
@@ -129,3 +172,7 @@ class Keys:
     @property
     def runner_pattern(self) -> str:
         return f"{self.prefix}:runner:*"
+
+    @property
+    def boxes(self) -> str:
+        return f"{self.prefix}:boxes"

@@ -67,10 +67,12 @@ class RunnerBeacon:
         if not force and time.monotonic() < self._next:
             return
         client = quick_client(self.url)
+        entry = json.dumps({**record, "host": self.host, "updated_at": now})
         try:
-            client.set(self.key(record["pid"]), json.dumps({**record, "host": self.host,
-                                                              "updated_at": now}),
-                       ex=int(defaults.RUNNER_TTL))
+            pipe = client.pipeline(transaction=False)
+            pipe.set(self.key(record["pid"]), entry, ex=int(defaults.RUNNER_TTL))
+            pipe.hset(self.keys.boxes, box_name(self.host, record.get("data_dir", "")), entry)
+            pipe.execute()
         except _errors() as exc:
             self._down(now, exc)
         else:
@@ -97,14 +99,21 @@ class RunnerBeacon:
         self.state.update(state="ok", down_since=None, error=None)
         self._next = time.monotonic() + defaults.RUNNER_BEAT_INTERVAL
 
-    def leave(self, pid: int) -> None:
+    def leave(self, pid: int, data_dir: str = "") -> None:
+        """A clean stop: the box leaves the cluster's list (a killed one stays, silent)."""
         client = quick_client(self.url)
         try:
             client.delete(self.key(pid))
+            client.hdel(self.keys.boxes, box_name(self.host, data_dir))
         except _errors():
             pass
         finally:
             client.close()
+
+
+def box_name(host: str, data_dir: str) -> str:
+    """A box of the cluster: one runner's data dir on one host (a restart is the same box)."""
+    return f"{host}:{data_dir}"
 
 
 def _decode(value: Any) -> str:
@@ -120,6 +129,7 @@ def cluster_status(url: str, prefix: str = REDIS_KEY_PREFIX) -> dict[str, Any]:
         seconds, micros = client.time()
         now = seconds + micros / 1e6
         runners = [json.loads(v) for v in _values(client, keys.runner_pattern)]
+        boxes = {_decode(k): json.loads(v) for k, v in client.hgetall(keys.boxes).items()}
         procs = [json.loads(v) for v in _values(client, keys.proc_pattern)]
         queues = {}
         for spider in SPIDERS:
@@ -134,7 +144,7 @@ def cluster_status(url: str, prefix: str = REDIS_KEY_PREFIX) -> dict[str, Any]:
                               else None,
                               "next_round_at": float(info["next_round_at"])
                               if "next_round_at" in info else None}
-        from scraper.distributed.budget import read_redis_buckets
+        from scraper.stores.redis.budget import read_redis_buckets
 
         buckets = read_redis_buckets(client, keys)
     except _errors() as exc:
@@ -153,7 +163,8 @@ def cluster_status(url: str, prefix: str = REDIS_KEY_PREFIX) -> dict[str, Any]:
         mine[spider] = mine.get(spider, 0) + 1
     out.update(reachable=True, now=now, runners=sorted(runners, key=lambda r: (r["host"],
                                                                                  r["pid"])),
-               hosts=hosts, by_runner=by_runner, queues=queues, budget=buckets)
+               hosts=hosts, by_runner=by_runner, queues=queues, budget=buckets,
+               boxes=boxes, silent_after=defaults.RUNNER_TTL)
     return out
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import zlib
 from collections import deque
 from typing import Any
 
@@ -36,8 +37,10 @@ from scrapy.utils.misc import load_object
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
+from scraper.distributed import defaults
 from scraper.distributed.connection import RedisUnavailable, get_link
 from scraper.distributed.keys import Keys
+from scraper.distributed.leases import LEASE_META
 from scraper.distributed.rounds import get_round
 
 logger = logging.getLogger("scraper.distributed")
@@ -48,9 +51,17 @@ UNQUEUEABLE_STAT = "distributed/requests_unqueueable"
 """Requests that could not be written as JSON (a non-JSON meta value, an unnamed callback)."""
 
 
+# ARGV[4]: the lease this request continues (a retry or redirect of a leased request), freed
+# in the same step: the queue holds one of the two at any instant, never both, never neither.
+# ARGV[5]/ARGV[6]: a set the URL joins once queued (docs' site set), with its TTL.
 ENQUEUE = """
+if ARGV[4] ~= '' then redis.call('HDEL', KEYS[3], ARGV[4]) end
 if ARGV[1] == '' or redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+  if ARGV[5] ~= '' then
+    redis.call('SADD', ARGV[5], ARGV[7])
+    redis.call('EXPIRE', ARGV[5], tonumber(ARGV[6]))
+  end
   return 1
 end
 return 0
@@ -68,12 +79,17 @@ class RoundQueue(PriorityQueue):
             # Another worker's requests may be queued while this one still waits for the seed
             # lock; a response parsed now would miss the round's state (docs' site_urls).
             return None
-        while data := spider_round.pop_request(self.key):
+        while popped := spider_round.pop_request(self.key):
+            lease, data = popped
             try:
-                return self._decode_request(data)
+                request = self._decode_request(data)
             # the serializer's Refused; no such callback; a URL or encoding Request refuses
             except (ValueError, TypeError, LookupError) as exc:
                 self._refuse(exc)
+                spider_round.ack(lease)
+                continue
+            request.meta[LEASE_META] = lease
+            return request
         return None
 
     def _refuse(self, exc: Exception) -> None:
@@ -88,6 +104,21 @@ class RoundQueue(PriorityQueue):
                    "this collector's JSON requests are taken from it: check who can write to "
                    "this Redis (docs/distributed.md). Later ones: stat %s", self.key, exc,
                    REFUSED_STAT)
+
+
+def queue_score(request: Request) -> float:
+    """The request's place in the shared queue: its priority first, as upstream's; then, among
+    equals, an order shuffled by a hash of the URL, which mixes the hosts. A sorted set orders
+    equal scores by the entry's bytes — its URL first — so one host's pages would come out
+    together, and every worker of the cluster would wait on that host's politeness while the
+    others' sat idle (what Scrapy's DownloaderAwarePriorityQueue avoids on one machine)."""
+    spread = zlib.crc32(request.url.encode()) / 2**33  # in [0, 0.5): never past a priority
+    return -request.priority + spread
+
+
+def site_set_key(spider: Spider, request: Request) -> str:
+    key = getattr(spider, "site_set_key", None)  # a DistributedSpider's; "" for none
+    return key(request) if key is not None else ""
 
 
 def _prefix(spider: Spider) -> str:
@@ -160,6 +191,7 @@ class RedisScheduler(Scheduler):
         """Upstream's dupefilter check and push, as one script: an attempt whose answer is lost
         (Redis may have run it) is simply made again — either both steps happened (the request
         is queued, "seen" now) or neither."""
+        lease = request.meta.pop(LEASE_META, "")  # this worker's, not part of the entry
         try:
             data = self.queue._encode_request(request)
         except ValueError as exc:  # the serializer's Refused, or a callback that is no method
@@ -168,8 +200,19 @@ class RedisScheduler(Scheduler):
                 self.stats.inc_value(UNQUEUEABLE_STAT)
             return False
         fingerprint = "" if request.dont_filter else self.df.request_fingerprint(request)
-        queued = self._enqueue_script(
-            keys=[self.df.key, self.queue.key], args=[fingerprint, -request.priority, data])
+        name = self.spider.name
+        spider_round = get_round(self.server.link, Keys(_prefix(self.spider)), name)
+        try:
+            queued = self._enqueue_script(
+                keys=[self.df.key, self.queue.key, spider_round.keys.leases(name,
+                                                                            spider_round.worker)],
+                args=[fingerprint, queue_score(request), data, lease,
+                      site_set_key(self.spider, request), int(defaults.SITE_SET_TTL),
+                      request.url])
+        except RedisUnavailable:
+            if lease:
+                request.meta[LEASE_META] = lease  # freed when the retry gets through
+            raise
         if not queued:
             self.df.log(request, self.spider)
             return False

@@ -38,6 +38,7 @@ from scrapy_redis.spiders import RedisMixin
 from scraper.distributed import defaults
 from scraper.distributed.connection import RedisUnavailable, get_link
 from scraper.distributed.keys import Keys
+from scraper.distributed.leases import LEASE_META, Leased
 from scraper.distributed.rounds import SpiderRound, get_round
 from scraper.engine import engine_closing
 from scraper.parsers.docs import site_prefix
@@ -84,15 +85,18 @@ class DistributedSpider(RedisMixin):
         spider.link = get_link(settings["REDIS_URL"])
         spider.keys = Keys.from_settings(settings)
         spider.round = get_round(spider.link, spider.keys, spider.name)
-        spider.cooldown = settings.getfloat("DISTRIBUTED_ROUND_COOLDOWN")
+        spider.round.busy_ttl = settings.getfloat("DISTRIBUTED_LEASE")
+        spider.cooldown = float(settings.getdict("ROUND_INTERVALS").get(
+            spider.name, settings.getfloat("ROUND_INTERVAL")))
         spider._wake_call = None
         return spider
 
     # --- scrapy-redis hooks ------------------------------------------------------------------
 
     def pop_list_queue(self, redis_key: str, batch_size: int) -> list[bytes]:
-        """Upstream's LRANGE+LTRIM, as one script that also marks this worker busy."""
-        return self.round.pop_start(batch_size)
+        """Upstream's LRANGE+LTRIM, as one script that also marks this worker busy and leases
+        what it took (freed once the request made of it is in the shared queue)."""
+        return [Leased.of(lease, data) for lease, data in self.round.pop_start(batch_size)]
 
     def make_request_from_data(self, data: bytes | str) -> Request | list[Request]:
         """A start entry (JSON, see :func:`encode_request`) back into the spider's request."""
@@ -101,6 +105,8 @@ class DistributedSpider(RedisMixin):
             url = entry["url"]
         except (ValueError, TypeError, KeyError):
             logger.warning("not a start entry, skipped: %r", data[:200])
+            if getattr(data, "lease", ""):
+                self.round.ack(data.lease)  # type: ignore[union-attr]
             return []
         callback = getattr(self, entry.get("callback") or "parse", None) or self.parse
         errback_name = entry.get("errback") or "request_failed"
@@ -110,6 +116,8 @@ class DistributedSpider(RedisMixin):
             errback=getattr(self, errback_name, None),
             dont_filter=entry.get("dont_filter", True), priority=entry.get("priority", 0),
         )
+        if getattr(data, "lease", ""):
+            request.meta[LEASE_META] = data.lease  # type: ignore[union-attr]
         return self.complete_start_request(request)
 
     def complete_start_request(self, request: Request) -> Request:
@@ -186,6 +194,10 @@ class DistributedSpider(RedisMixin):
     def joined_round(self, round_id: int) -> None:
         """Called once this worker knows its round (per spider)."""
 
+    def site_set_key(self, request: Request) -> str:
+        """A Redis set that queuing ``request`` adds its URL to ("" for none; per spider)."""
+        return ""
+
     # --- the end of a round -------------------------------------------------------------------
 
     def spider_idle(self) -> None:
@@ -236,6 +248,7 @@ class RedisUrlSet:
         self.client = client
         self.key = key
         self.local: set[str] = set()  # ours and those seen asked: never asked about again
+        self.pending: set[str] = set()  # ours admitted, not yet in Redis's set (being queued)
 
     def __contains__(self, url: object) -> bool:
         if url in self.local:
@@ -250,23 +263,26 @@ class RedisUrlSet:
 
     def __len__(self) -> int:
         try:
-            return int(self.client.scard(self.key))
+            return int(self.client.scard(self.key)) + len(self.pending)
         except RedisUnavailable:
             return len(self.local)
 
+    def queued(self, url: str) -> None:
+        """Its request is being queued: Redis's set counts it from now on."""
+        self.pending.discard(url)
+
     def discard(self, url: str) -> None:
         self.local.discard(url)
+        self.pending.discard(url)
         with contextlib.suppress(RedisUnavailable):
             self.client.srem(self.key, url)
 
     def add(self, url: str) -> None:
+        # Redis's set gains the URL in the script that queues its request (the scheduler asks
+        # the spider's site_set_key): a box killed in between leaves it neither asked nor
+        # queued, so the page that found it, given back and parsed again, asks it once more.
         self.local.add(url)
-        try:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.sadd(self.key, url).expire(self.key, defaults.SITE_SET_TTL)
-            pipe.execute()
-        except RedisUnavailable:
-            pass
+        self.pending.add(url)
 
 
 class RedisSiteUrls(dict[str, RedisUrlSet]):
@@ -307,6 +323,16 @@ class DistributedDocsSpider(DistributedSpider):
 
     def joined_round(self, round_id: int) -> None:
         self.site_urls = RedisSiteUrls(self.server, self.keys, self.name, round_id)
+
+    def site_set_key(self, request: Request) -> str:
+        """The round's set of its site's asked URLs, which queuing ``request`` adds it to."""
+        site = request.meta.get("site")
+        if not site:
+            return ""
+        asked = getattr(self, "site_urls", {}).get(site)
+        if isinstance(asked, RedisUrlSet):
+            asked.queued(request.url)
+        return self.keys.site(self.name, self.round.round_id, site)
 
 
 def distributed_class(spidercls: type[Spider]) -> type[Spider]:

@@ -1,8 +1,10 @@
-"""Switching a crawl to the distributed mode: which Redis, and which components.
+"""The distributed mode as a settings preset: which Redis, which scheduler and which stores.
 
-``scrapy crawl`` calls :func:`configure` when the config names a Redis (``redis_url``); without
-one nothing here runs and the one-machine mode is untouched. Only strings are set (dotted
-paths): scrapy-redis and redis-py are imported when Scrapy builds the components, in Redis mode.
+:func:`configure` runs when the config names a Redis (``redis_url``); without one nothing here
+runs and the one-machine mode is untouched. It only sets settings: the components are the same
+in both modes, and read their stores from the ``*_STORAGE`` settings (:mod:`scraper.stores`).
+Only strings are set (dotted paths): scrapy-redis and redis-py are imported when Scrapy builds
+the components, in Redis mode.
 """
 
 from __future__ import annotations
@@ -13,21 +15,19 @@ from scrapy.settings import BaseSettings
 
 from scraper.distributed.keys import Keys
 
-# (setting, one-machine component, its Redis subclass in the same place of the same chain)
-SWAPS = (
-    ("ITEM_PIPELINES", "pipelines.contenthash.ContentHashPipeline",
-     "scraper.distributed.contenthash.RedisContentHashPipeline"),
-    ("SPIDER_MIDDLEWARES", "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch",
-     "scraper.distributed.deltafetch.RedisDeltaFetch"),
-    ("DOWNLOADER_MIDDLEWARES", "scraper.downloadermiddlewares.budget.BudgetMiddleware",
-     "scraper.distributed.budget.RedisBudgetMiddleware"),
-    ("DOWNLOADER_MIDDLEWARES",
-     "scraper.downloadermiddlewares.conditional.ConditionalRequestMiddleware",
-     "scraper.distributed.etags.RedisConditionalRequestMiddleware"),
-)
+STORAGES = {
+    "DELTAFETCH_STORAGE": "scraper.stores.redis.deltafetch.RedisDeltaFetchStore",
+    "CONTENTHASH_STORAGE": "scraper.stores.redis.contenthash.RedisContentHashStore",
+    "BUDGET_STORAGE": "scraper.stores.redis.budget.RedisBudgetStore",
+    "ETAG_STORAGE": "scraper.stores.redis.etags.RedisEtagStore",
+    "SLICEPLAN_STORAGE": "scraper.stores.redis.sliceplans.RedisSlicePlanStore",
+}
 WORKER_EXTENSION = "scraper.distributed.worker.DistributedWorker"
 SCRAPY_ROBOTSTXT = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ROBOTSTXT = "scraper.downloadermiddlewares.robotstxt.SharedRobotsTxtMiddleware"
+LEASE_ACKS_SPIDER = "scraper.distributed.leases.LeaseAckSpiderMiddleware"
+LEASE_ACKS_DOWNLOADER = "scraper.distributed.leases.LeaseAckDownloaderMiddleware"
+POLITE_HANDLER = "scraper.distributed.politeness.ClusterPoliteDownloadHandler"
 
 
 def configure(settings: BaseSettings, url: str) -> None:
@@ -51,20 +51,26 @@ def configure(settings: BaseSettings, url: str) -> None:
         "SCHEDULER_DUPEFILTER_KEY": keys.dupefilter_format,
         "DUPEFILTER_CLASS": "scraper.distributed.dupefilter.RedisDupeFilter",
         "REDIS_START_URLS_KEY": keys.start_urls_format,
+        **STORAGES,
     }
     for name, value in values.items():
         settings.set(name, value, priority="project")
-    for name, old, new in SWAPS:
-        components = settings.getdict(name)
-        if old in components:
-            components[new] = components.pop(old)
-            settings.set(name, components, priority="project")
     # Scrapy's robots.txt middleware lets requests that wait for robots.txt through unchecked
     # (scraper/downloadermiddlewares/robotstxt.py): a worker joining a crawl hits that at once.
     downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
     downloader[SCRAPY_ROBOTSTXT] = None
     downloader[ROBOTSTXT] = 100
+    # Outermost: they see what the others made of a request, last (scraper/distributed/leases.py).
+    downloader[LEASE_ACKS_DOWNLOADER] = 1
     settings.set("DOWNLOADER_MIDDLEWARES", downloader, priority="project")
+    spider_middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+    spider_middlewares[LEASE_ACKS_SPIDER] = 1
+    settings.set("SPIDER_MIDDLEWARES", spider_middlewares, priority="project")
+    if settings.getbool("DISTRIBUTED_POLITENESS"):
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        for scheme in ("http", "https"):
+            handlers[scheme] = POLITE_HANDLER
+        settings.set("DOWNLOAD_HANDLERS", handlers, priority="project")
     extensions = settings.getdict("EXTENSIONS")
     extensions[WORKER_EXTENSION] = 0
     settings.set("EXTENSIONS", extensions, priority="project")

@@ -87,7 +87,11 @@ class DistributedWorker:
         try:
             self.link.client.set(self.keys.proc(self.proc_id), json.dumps(self._record()),
                                  ex=int(defaults.PROC_TTL))
-            self.round.beat()
+            reclaimed = self.round.beat()
+            if reclaimed:
+                # A box stopped beating with requests taken: they are the cluster's again.
+                logger.info("gave back %d requests leased by workers that stopped answering",
+                            reclaimed)
             self.writes.flush()
         except RedisUnavailable:
             pass  # the link logged it; the next beat (or any call) probes again
@@ -102,6 +106,9 @@ class DistributedWorker:
         stats.set_value("distributed/redis_down_seconds", round(link.down_seconds, 1))
         writes = getattr(self, "writes", None)
         stats.set_value("distributed/writes_waiting", len(writes.pending) if writes else 0)
+        spider_round = getattr(self, "round", None)
+        if spider_round is not None and spider_round.reclaimed:
+            stats.set_value("distributed/leases_reclaimed", spider_round.reclaimed)
 
     def spider_closed(self) -> None:
         if self.loop.running:
@@ -110,7 +117,9 @@ class DistributedWorker:
             return
         self.writes.close()
         try:
-            self.round.leave()
+            given_back = self.round.leave()
+            if given_back:
+                self.crawler.stats.set_value("distributed/leases_given_back", given_back)
             self.link.client.delete(self.keys.proc(self.proc_id))
         except RedisUnavailable:
             pass  # the keys lapse on their own

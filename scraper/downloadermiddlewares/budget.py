@@ -14,10 +14,16 @@ limit" page. Any other host (docs sites) is left to AutoThrottle.
 
 Sits next to the downloader (only GitHubAuthMiddleware, which adds the token, is closer), so the
 wait ends right before the request leaves and the raw answer, redirects included, is seen first.
+
+The budget lives in the store ``BUDGET_STORAGE`` names (:mod:`scraper.stores.base`): the
+machine's SQLite file, or Redis for a cluster. While the store is away, requests to GitHub wait
+(never sent unbudgeted); a ticket booked before a failure stays booked until it lapses (the
+budget is under-used a little, never over-spent).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -47,11 +53,11 @@ from scraper.budget.limits import (
     retry_after_seconds,
     settings_identity,
 )
-from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming, Ticket
+from scraper.budget.store import BucketKey, BucketSpec, Ticket
 from scraper.config import RateLimit
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.engine import engine_closing
-from scraper.layout import DataLayout
+from scraper.stores.base import BudgetStorage, StoreUnavailable, build_store
 
 logger = logging.getLogger(__name__)
 
@@ -127,11 +133,11 @@ class GitHubEndpoints:
 
 class BudgetMiddleware:
     def __init__(self, crawler: Crawler, github: GitHubEndpoints,
-                 open_store: Callable[[], BudgetStore], *, probe: bool = True,
+                 open_store: Callable[[], BudgetStorage], *, probe: bool = True,
                  clock: Callable[[], float] = time.time) -> None:
         self.crawler = crawler
         self._open_store = open_store
-        self._store: BudgetStore | None = None
+        self._store: BudgetStorage | None = None
         self.clock = clock
         self.probe_enabled = probe
         self.token_env = github.token_env
@@ -153,19 +159,13 @@ class BudgetMiddleware:
         if not settings.getbool("BUDGET_ENABLED") or not settings.get("GITHUB_API_URL"):
             raise NotConfigured("BUDGET_ENABLED is off, or no GITHUB_API_URL")
         middleware = cls(crawler, GitHubEndpoints.from_settings(settings),
-                         lambda: cls.open_store(settings),
+                         lambda: build_store(crawler, "BUDGET_STORAGE"),
                          probe=settings.getbool("BUDGET_PROBE"))
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
 
-    @classmethod
-    def open_store(cls, settings: BaseSettings) -> BudgetStore:
-        """The machine's budget file; the distributed mode overrides this with Redis."""
-        return BudgetStore(DataLayout.from_settings(settings).budget_db,
-                           BudgetTiming.from_settings(settings))
-
     @property
-    def store(self) -> BudgetStore:
+    def store(self) -> BudgetStorage:
         """The budget, opened on the first request to GitHub: a worker that never talks to
         GitHub (the docs spider) keeps no idle SQLite connection and its page cache, which 20
         workers would each hold (benchmarks/README.md has the figure)."""
@@ -179,7 +179,9 @@ class BudgetMiddleware:
     def spider_closed(self, reason: str) -> None:
         if self._store is None:
             return
-        self.store.release_process()
+        # With the store away, this process's tickets lapse with it (Redis: its process key).
+        with contextlib.suppress(StoreUnavailable):
+            self.store.release_process()
         self.store.close()
 
     @staticmethod
@@ -227,6 +229,16 @@ class BudgetMiddleware:
     # --- before sending -----------------------------------------------------------------------
 
     async def process_request(self, request: Request) -> Request | None:
+        while True:
+            if (self.route(request) is not None and not self.store.up
+                    and not await self.store.wait_until_up(self._stopped)):
+                return self._unsent(request)
+            try:
+                return await self._book(request)
+            except StoreUnavailable:
+                continue  # a ticket booked before the failure stays booked until it lapses
+
+    async def _book(self, request: Request) -> Request | None:
         route = self.route(request)
         self._use_slot(request, route)
         if route is None or request.meta.get(PROBE_META):
@@ -303,6 +315,20 @@ class BudgetMiddleware:
     # --- after the answer ---------------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
+        try:
+            return self._settle(request, response)
+        except StoreUnavailable:
+            # The ticket stays "in flight" in the store until its lease ends (counted as spent).
+            if response.status in (403, 429):
+                rate = RateHeaders.parse(self._header(response))
+                retry_after = retry_after_seconds(self._header(response)("retry-after"))
+                if limit_kind(response.status, rate, retry_after, body_text(response)):
+                    retry = request.replace(dont_filter=True)  # asked again once it is back
+                    retry.meta.pop(TICKET_META, None)
+                    return retry
+            return response
+
+    def _settle(self, request: Request, response: Response) -> Request | Response:
         ticket: Ticket | None = request.meta.pop(TICKET_META, None)
         route = self.route(request)
         if route is None:
@@ -377,5 +403,6 @@ class BudgetMiddleware:
         if ticket is not None:
             # No answer. A connection that never opened (DNS, refused, connect timeout) never
             # reached GitHub, so it costs nothing; anything later may have been counted.
-            self.store.complete(ticket, ticket.key, RateHeaders(), success=False,
-                                counted=not isinstance(exception, NEVER_SENT))
+            with contextlib.suppress(StoreUnavailable):  # then its lease ends: spent
+                self.store.complete(ticket, ticket.key, RateHeaders(), success=False,
+                                    counted=not isinstance(exception, NEVER_SENT))

@@ -8,23 +8,26 @@ A page's ETag means "its items are collected": only a round that finished made s
 every page it saw, so ETags are remembered at a ``finished`` close only; after a cut-short round
 every page is asked afresh and nothing is stranded. For the same reason a search answer GitHub
 marks ``incomplete_results: true`` (its search timed out and left results out) leaves no ETag.
+
+The ETags live in the store ``ETAG_STORAGE`` names (:mod:`scraper.stores.base`). While it is
+away a page is asked unconditionally (a full answer, never a wrong one), and ETags not
+remembered at close are asked afresh next round.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from scrapy.settings import BaseSettings
 
 from scraper.budget.limits import settings_identity
 from scraper.downloadermiddlewares.budget import body_text
 from scraper.downloadermiddlewares.githubauth import origin
-from scraper.layout import DataLayout
-from scraper.stores.etags import EtagStore, PageTag
+from scraper.stores.base import EtagStorage, PageTag, StoreUnavailable, build_store
 
 CONDITIONAL_META = "conditional"
 """``False`` in a request's meta: never send ``If-None-Match`` for it."""
@@ -44,7 +47,7 @@ class ConditionalRequestMiddleware:
         self.crawler = crawler
         self.api_origin = origin(api_url)
         self.identity = identity
-        self._store: EtagStore | None = None
+        self._store: EtagStorage | None = None
         self._seen: dict[str, PageTag] = {}
 
     @classmethod
@@ -56,17 +59,18 @@ class ConditionalRequestMiddleware:
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
 
-    @classmethod
-    def open_store(cls, settings: BaseSettings) -> EtagStore:
-        """The machine's ETag file; the distributed mode overrides this with Redis."""
-        return EtagStore(DataLayout.from_settings(settings).etags_db)
-
     @property
-    def store(self) -> EtagStore:
+    def store(self) -> EtagStorage:
         # Opened on the first API request: a docs worker keeps no idle connection.
         if self._store is None:
-            self._store = self.open_store(self.crawler.settings)
+            self._store = build_store(self.crawler, "ETAG_STORAGE")
         return self._store
+
+    def _tag(self, url: str) -> PageTag | None:
+        try:
+            return self.store.get(self.identity, url)
+        except StoreUnavailable:  # asked unconditionally: a full answer, never a wrong one
+            return None
 
     def _applies(self, request: Request) -> bool:
         return (request.method == "GET" and origin(request.url) == self.api_origin
@@ -75,7 +79,7 @@ class ConditionalRequestMiddleware:
     def process_request(self, request: Request) -> None:
         if not self._applies(request) or b"If-None-Match" in request.headers:
             return
-        tag = self.store.get(self.identity, request.url)
+        tag = self._tag(request.url)
         if tag:
             request.headers[b"If-None-Match"] = tag[0].encode("latin-1")
 
@@ -86,7 +90,7 @@ class ConditionalRequestMiddleware:
         assert stats is not None
         if response.status == 304:
             stats.inc_value("conditional/not_modified")
-            tag = self.store.get(self.identity, request.url)
+            tag = self._tag(request.url)
             if tag and tag[1] and b"Link" not in response.headers:
                 response.headers[b"Link"] = tag[1].encode("latin-1")
         elif response.status == 200:
@@ -103,5 +107,6 @@ class ConditionalRequestMiddleware:
         if self._store is None:
             return
         if reason == "finished" and self._seen:
-            self.store.remember(self.identity, self._seen)
+            with contextlib.suppress(StoreUnavailable):  # next round asks afresh
+                self.store.remember(self.identity, self._seen)
         self.store.close()

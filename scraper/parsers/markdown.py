@@ -20,6 +20,8 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
+from scraper.parsers.fidelity import Fidelity, measure
+
 # Never content: what these hold is not text a reader sees.
 INVISIBLE = frozenset({"script", "style", "noscript", "template", "nav", "footer", "svg", "form",
                        "button", "input", "select", "textarea", "iframe", "object", "canvas",
@@ -44,17 +46,32 @@ MAX_NESTING = 24
 MAX_FRAMES = 3 * MAX_NESTING
 ADMONITION_CLASSES = frozenset({"admonition", "theme-admonition", "custom-block", "alert"})
 ADMONITION_TITLES = frozenset({"admonition-title", "custom-block-title"})
-# Generators' line numbers inside or beside a code block: not part of the code.
-LINE_NUMBER_CLASSES = frozenset({"linenos", "lineno", "linenodiv", "line-numbers-rows"})
+# Generators' line numbers inside or beside a code block: not part of the code (Pygments,
+# Prism, Doxygen, Rouge's gutter, Chroma's ``lnt``/``ln``).
+LINE_NUMBER_CLASSES = frozenset({"linenos", "lineno", "linenodiv", "line-numbers-rows", "gutter",
+                                 "lnt", "ln", "hljs-ln-numbers"})
+# Tables that lay out a code block beside its line numbers: the code, not a table.
+CODE_TABLE_CLASSES = frozenset({"highlighttable", "rouge-table", "lntable", "hljs-ln"})
+# Code blocks that are not a ``<pre>``: Doxygen's fragments, one ``div.line`` per line.
+CODE_DIV_CLASSES = frozenset({"fragment"})
+# Block tags, where a browser starts and ends a line in a code block.
+CODE_LINE_BLOCKS = BLOCK_ENDS | {"p", "pre"}
+# A heading's permalink: a link to the heading whose whole text is one of these symbols.
+PERMALINK_SYMBOLS = frozenset({"§", "¶", "#", "◆", "🔗", "⚓", "🔗︎"})
 
 _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight|sourceCode)-([\w+#.-]+)")
 # Sphinx's "default" highlighting is its lenient Python 3 lexer.
 _LANGUAGE_ALIASES = {"default": "python", "python3": "python", "none": "", "plaintext": "text"}
+# A bare class on a ``<pre>``'s ``<code>`` that names a language (TypeDoc's ``class="ts"``).
+_BARE_LANGUAGE = re.compile(r"^[a-z][a-z0-9+#-]{0,15}$")
+_NOT_LANGUAGES = frozenset({"hljs", "highlight", "code", "source", "chroma", "notranslate",
+                            "block", "line", "lines", "nohighlight", "prettyprint"})
 _WHITESPACE = re.compile(r"\s+")
 _HARD_BREAK = "\x00"
 _BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,})")
 _INLINE_ESCAPE = re.compile(r"([*`\\]|<(?=[A-Za-z/!?]))")
 _BACKTICKS = re.compile(r"`+")
+_HEADING_BLOCK = re.compile(r"^#{1,6} ")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
 
 Skip = Callable[[etree._Element], bool]
@@ -65,6 +82,7 @@ class Converted:
     markdown: str
     text: str
     headings: list[str]
+    fidelity: Fidelity
 
 
 def classes(element: etree._Element) -> set[str]:
@@ -84,7 +102,14 @@ def code_language(pre: etree._Element) -> str:
             break
         candidates.append(parent)
         parent = parent.getparent()
-    return language_of(element.get("class") or "" for element in candidates)
+    language = language_of(element.get("class") or "" for element in candidates)
+    if not language:
+        for code in pre.iterchildren("code"):
+            names = (code.get("class") or "").split()
+            if len(names) == 1 and _BARE_LANGUAGE.match(names[0]) and \
+                    names[0] not in _NOT_LANGUAGES:
+                return _LANGUAGE_ALIASES.get(names[0], names[0])
+    return language
 
 
 def language_of(class_attributes: Iterable[str]) -> str:
@@ -143,6 +168,9 @@ class Frame:
     number: int = 1
     rows: list[list[tuple[bool, list[str]]]] = field(default_factory=list)
     header: bool = False
+    numbers: bool = False  # code: line numbers were left out of it
+    omitted: bool = False  # code: an element in it was left out (numbers, callouts, buttons)
+    fragment: bool = False  # code outside <pre>: whitespace between its line divs is not code
 
     def flush(self) -> None:
         if not self.inline:
@@ -174,6 +202,7 @@ class Walker:
         self.in_heading = False  # headings hold inline markup only
         self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
         self.in_link = False  # a link inside a link is its text
+        self.code_blocks: list[str] = []  # each code block's code, for the fidelity check
 
     @property
     def top(self) -> Frame:
@@ -206,7 +235,8 @@ class Walker:
                 if element is not root:
                     self.add_text(element.tail)
         markdown = self.stack[0].take()
-        return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
+        return Converted(markdown, collapse([" ".join(self.text)]), self.headings,
+                         measure(markdown, self.code_blocks))
 
     def hidden(self, element: etree._Element) -> bool:
         tag = element.tag
@@ -214,12 +244,26 @@ class Walker:
             return True
         tag = tag.lower()
         if tag in INVISIBLE:
+            if self.top.kind == "pre":
+                self.top.omitted = True
             return True
         if tag == "header" and element.find(".//h1") is None:
             return True  # a page header; an article's own header holds its title
-        if classes(element) & LINE_NUMBER_CLASSES:
+        names = classes(element)
+        if names & LINE_NUMBER_CLASSES:
+            if self.top.kind == "pre":
+                self.top.numbers = self.top.omitted = True
             return True
+        if "hideme" in names:
+            self.top.omitted = True
+            return True  # rustdoc's toggle labels: "Expand description", "Show 19 fields"
         if self.top.kind == "pre":
+            if is_callout(element, names):
+                self.top.omitted = True
+                # The space that set the callout off from the code is not code either.
+                self.top.inline.append(self.top.inline.pop().rstrip(" \t")
+                                       if self.top.inline else "")
+                return True
             return False  # code is kept whole, even a token whose class looks like furniture
         return self.skip is not None and self.skip(element)
 
@@ -231,6 +275,8 @@ class Walker:
             self.heading_text.append(text)
         top = self.top
         if top.kind in ("pre", "code"):
+            if top.fragment and "\n" in text and not text.strip():
+                return  # between a Doxygen fragment's line divs: not laid out
             top.inline.append(text)
         elif top.kind in ("list", "table") and not text.strip():
             return  # whitespace between items and rows
@@ -250,14 +296,18 @@ class Walker:
         if top.kind == "pre":
             if tag == "br":
                 top.inline.append("\n")
+            elif tag in CODE_LINE_BLOCKS:
+                self.line_break(top)
             return
         if top.kind == "code" or (self.in_heading and tag not in INLINE_IN_HEADING):
-            if tag == "br":
-                top.inline.append(" ")
+            if tag == "pre":
+                self.code_blocks.append("\x00")  # its code became inline text: not a block
+            if tag == "br" or tag in BLOCK_ENDS or "where" in classes(element):
+                top.inline.append(" ")  # rustdoc's ``where`` clauses sit on lines of their own
             return
-        if tag == "pre":
+        if tag == "pre" or (tag == "div" and classes(element) & CODE_DIV_CLASSES):
             top.flush()
-            self.push("pre", element)
+            self.push("pre", element, fragment=tag != "pre")
         elif tag in HEADINGS:
             top.flush()
             self.in_heading = True
@@ -269,7 +319,8 @@ class Walker:
             self.push("code", element)
         elif tag == "a" and not self.in_link:
             self.in_link = True
-            self.push("link", element)
+            # number: where the link's text starts in the open heading's, to take a permalink out
+            self.push("link", element, number=len(self.heading_text))
         elif tag in EMPHASIS:
             self.push("emphasis", element)
         elif tag == "img":
@@ -298,7 +349,7 @@ class Walker:
             top.flush()
             self.containers += 1
             self.push("quote", element)
-        elif tag == "table" and "highlighttable" not in classes(element):
+        elif tag == "table" and not classes(element) & CODE_TABLE_CLASSES:
             top.flush()
             self.containers += 1
             self.push("table", element)
@@ -340,11 +391,23 @@ class Walker:
 
     # ----------------------------------------------------------------------- end tags
 
+    @staticmethod
+    def line_break(frame: Frame) -> None:
+        """A block element in code starts and ends a line, as a browser lays it out (Expressive
+        Code and Doxygen put each line in a ``<div>`` with no newline between them)."""
+        if frame.inline and not frame.inline[-1].endswith("\n"):
+            frame.inline.append("\n")
+
     def end(self, element: etree._Element) -> None:
         top = self.top
         if top.element is not element:
             if element.tag in BLOCK_ENDS:
-                top.flush()
+                if top.kind == "pre":
+                    self.line_break(top)
+                elif top.kind == "heading" or top.kind == "code":
+                    top.inline.append(" ")  # a heading's text stays in the heading
+                else:
+                    top.flush()
             return
         frame = self.stack.pop()
         parent = self.top
@@ -352,7 +415,19 @@ class Walker:
         finish(frame, parent)
 
     def end_pre(self, frame: Frame, parent: Frame) -> None:
-        parent.blocks.append(fence("".join(frame.inline), code_language(frame.element)))
+        code = "".join(frame.inline)
+        if frame.element.tag == "pre" and (frame.element.text or "").startswith("\n"):
+            code = code[1:]  # HTML drops a newline right after <pre>; one inside <code> stays
+        if frame.numbers and not code.strip():
+            return  # the line-number column of a code table
+        code = code.removesuffix("\n")
+        # The check against the tree: the code holds every character the block's elements do
+        # (less line numbers, callouts, buttons), whitespace aside; a block that lost text
+        # counts as not exact, whatever its Markdown holds.
+        in_tree = tree_code(frame.element) if frame.omitted else \
+            "".join("".join(frame.element.itertext()).split())
+        self.code_blocks.append(code if "".join(code.split()) == in_tree else "\x00")
+        parent.blocks.append(fence(code, code_language(frame.element)))
 
     def end_heading(self, frame: Frame, parent: Frame) -> None:
         self.in_heading = False
@@ -375,6 +450,11 @@ class Walker:
         label = collapse(frame.inline).replace(_HARD_BREAK, " ")
         href = (frame.element.get("href") or "").strip()
         if not label:
+            return
+        if label in PERMALINK_SYMBOLS and href.startswith("#"):
+            del self.heading_text[frame.number:]
+            if self.text and self.text[-1].strip() == label:
+                self.text.pop()
             return
         if not href or href.lower().startswith(("javascript:", "data:")):
             parent.inline.append(label)
@@ -479,11 +559,62 @@ class Walker:
         rows = [row for row in frame.rows if row]
         parent.flush()
         parent.blocks.extend(frame.blocks)  # caption and any stray text, before the table
+        # A row holding a heading (Doxygen's member tables: "Public Types", then its members)
+        # ends the table before it: the heading is the page's, and the rows after it a table
+        # of their own.
+        part: list[list[tuple[bool, list[str]]]] = []
+        for row in rows:
+            blocks = [block for _, cell in row for block in cell]
+            if any(_HEADING_BLOCK.match(block) for block in blocks):
+                self.add_table(part, parent)
+                parent.blocks.extend(blocks)
+                part = []
+            else:
+                part.append(row)
+        self.add_table(part, parent)
+
+    @staticmethod
+    def add_table(rows: list[list[tuple[bool, list[str]]]], parent: Frame) -> None:
         if not rows:
             return
         simple = all(len(blocks) <= 1 and "\n" not in "".join(blocks)
                      for row in rows for _, blocks in row)
         parent.blocks.append(pipe_table(rows) if simple else table_as_list(rows))
+
+
+def tree_code(block: etree._Element) -> str:
+    """The text in a code block's elements, read straight from the tree, less what is drawn
+    in it but is not code, and without whitespace (the walk knows where a browser puts it)."""
+    parts: list[str] = []
+    skipped: etree._Element | None = None
+    walker = etree.iterwalk(block, events=("start", "end"))
+    for event, element in walker:
+        if event == "end":
+            # A skipped element's tail is taken at its start; lxml may send its end or not.
+            if element is not block and element is not skipped:
+                parts.append(element.tail or "")
+            continue
+        skipped = None
+        names = classes(element) if isinstance(element.tag, str) else set()
+        if not isinstance(element.tag, str) or element.tag in INVISIBLE or \
+                names & LINE_NUMBER_CLASSES or "hideme" in names or is_callout(element, names):
+            walker.skip_subtree()
+            skipped = element
+            parts.append(element.tail or "")
+            continue
+        parts.append(element.text or "")
+    return "".join("".join(parts).split())
+
+
+def is_callout(element: etree._Element, names: set[str]) -> bool:
+    """An AsciiDoc callout in code: ``<b class=conum>(1)</b>``, or the ``<i class=conum>`` of
+    font icons with the ``<b>(1)</b>`` right after it."""
+    if "conum" in names:
+        return True
+    if element.tag != "b":
+        return False
+    previous = element.getprevious()
+    return previous is not None and "conum" in classes(previous) and not previous.tail
 
 
 def cell_text(blocks: list[str]) -> str:

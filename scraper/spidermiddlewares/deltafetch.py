@@ -6,9 +6,13 @@ What upstream's ``DeltaFetch`` 2.1.0 lacks here, and what this subclass changes:
   an async generator;
 * it opens ``{DELTAFETCH_DIR}/{spider}.db`` through ``dbm`` (which is ``dbm.dumb`` on this
   Python, where two processes lose each other's keys): here the spider's one store, shared by
-  all its shards, is SQLite in WAL mode (``DataLayout.deltafetch_db``), and the per-shard stores
-  of earlier versions are merged into it at start (:mod:`scraper.stores.merge`);
+  all its shards, is the class ``DELTAFETCH_STORAGE`` names (:mod:`scraper.stores.base`):
+  SQLite in WAL mode on one machine (:mod:`scraper.stores.sqlite.deltafetch`), Redis for a
+  cluster (:mod:`scraper.stores.redis.deltafetch`);
 * it deletes a database it cannot open: here the file is moved aside and an error logged;
+* while the store is away (Redis), a page's output waits; a lookup that fails anyway counts as
+  "not collected" (the page is fetched again, never skipped by mistake), and a replay that
+  fails fetches the skipped page instead;
 * ``DELTAFETCH_RESET`` / ``-a deltafetch_reset=1`` deletes the database, for every shard at
   once: here it ignores what was recorded before, for this run only (every page is fetched; new
   records are still written), so other shards and later runs keep the memory;
@@ -33,7 +37,6 @@ only when it yields an item.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -45,42 +48,20 @@ from scrapy.http import Response
 from scrapy_deltafetch.middleware import DeltaFetch
 
 from scraper.diskspace import round_closed_when_full, skipped_when_full
+from scraper.engine import engine_closing
 from scraper.exceptions import DuplicateItem
-from scraper.layout import DataLayout
 from scraper.spiderargs import reset_requested
-from scraper.stores.sqlite import SqliteMapping
+from scraper.stores.base import DeltaFetchStorage, StoreUnavailable, build_store
 
 logger = logging.getLogger(__name__)
 
 STORE_KIND = "deltafetch"
 
 
-class DeltaFetchStore(SqliteMapping):
-    """Upstream's mapping (request key → time stored), plus each page's outgoing links."""
-
-    SCHEMA = SqliteMapping.SCHEMA + (
-        "CREATE TABLE IF NOT EXISTS links (key BLOB PRIMARY KEY, urls TEXT NOT NULL);"
-    )
-    TABLES = ("entries", "links")
-
-    def links(self, key: bytes) -> list[str]:
-        row = self._conn.execute("SELECT urls FROM links WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else []
-
-    def set_links(self, key: bytes, urls: list[str]) -> None:
-        self._conn.execute("INSERT OR REPLACE INTO links VALUES (?, ?)", (key, json.dumps(urls)))
-
-    def record(self, key: bytes, value: str, links: list[str]) -> None:
-        """Links and record in one transaction: one write-lock turn on the shared store."""
-        with self.transaction():
-            self.set_links(key, links)
-            self[key] = value
-
-
 class ShardedDeltaFetch(DeltaFetch):
-    """DeltaFetch with one crash-safe SQLite store per spider (all shards) and async output."""
+    """DeltaFetch with one crash-safe store per spider (all shards) and async output."""
 
-    db: DeltaFetchStore
+    db: DeltaFetchStorage
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ShardedDeltaFetch:
@@ -99,28 +80,27 @@ class ShardedDeltaFetch(DeltaFetch):
         return middleware
 
     def spider_opened(self, spider: Spider) -> None:
-        layout = DataLayout.from_settings(self.crawler.settings)
-        self.open_memory(spider)
-        with round_closed_when_full():
-            self.db = DeltaFetchStore(layout.deltafetch_db(spider.name), kind=STORE_KIND)
-            self.db.absorb(layout.shard_deltafetch_dbs(spider.name))
-
-    def open_memory(self, spider: Spider) -> None:
-        """What both stores share: ``refresh_after`` and the reset switches."""
         self.refresh_after: float | None = getattr(spider, "refresh_after", None)
         self.forget = reset_requested(self.crawler, STORE_KIND)
         self.opened_at = time.time()
         if self.forget:
             logger.warning("deltafetch reset: pages collected before are fetched again in this "
                            "run (the %s memory itself is kept and updated)", spider.name)
+        with round_closed_when_full():
+            db = build_store(self.crawler, "DELTAFETCH_STORAGE")
+            db.open_spider(spider.name, self.refresh_after)
+            self.db = db
 
     def spider_closed(self, spider: Spider) -> None:
         if hasattr(self, "db"):  # not when the disk was too full to open it
-            self.db.close()
+            self.db.close_spider()
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
+        db = getattr(self, "db", None)  # None: the disk was too full to open it
+        if db is not None and not db.up:  # hold this page's output until the store answers
+            await db.wait_until_up(lambda: engine_closing(self.crawler))
         page = self._get_key(response.request)
         redirected_from = self._redirect_keys(response.request)
         if redirected_from:  # recorded with the page, if it gives an item
@@ -158,6 +138,14 @@ class ShardedDeltaFetch(DeltaFetch):
         round ends early (a kill, a full disk, an error on the way), until ``refresh_after``.
         Links of links that are collected too are walked the same way, each page once a round.
         """
+        try:
+            children = list(self._walk_links(skipped))
+        except StoreUnavailable:
+            self.stats.inc_value("deltafetch/unknown")
+            children = [skipped]  # no links to replay: fetch the page itself
+        yield from children
+
+    def _walk_links(self, skipped: Request) -> Iterator[Request]:
         stack = [skipped]
         while stack:
             request = stack.pop()
@@ -188,8 +176,13 @@ class ShardedDeltaFetch(DeltaFetch):
                                    str(time.time()))
 
     def _seen_recently(self, request: Request) -> bool:
-        """Collected within ``refresh_after``; under a reset, only if collected in this run."""
-        stored_at = self.db.get(self._get_key(request))
+        """Collected within ``refresh_after``; under a reset, only if collected in this run.
+        Unknown (the store is away) is not seen: fetched again rather than skip a new page."""
+        try:
+            stored_at = self.db.get(self._get_key(request))
+        except StoreUnavailable:
+            self.stats.inc_value("deltafetch/unknown")
+            return False
         if stored_at is None:
             return False
         if self.forget and float(stored_at) < self.opened_at:
@@ -201,10 +194,7 @@ class ShardedDeltaFetch(DeltaFetch):
     def _record(self, page: bytes, links: list[str] | None = None) -> None:
         now = str(time.time())
         with skipped_when_full():
-            if links is None:
-                self.db[page] = now
-            else:
-                self.db.record(page, now, links)
+            self.db.record(page, now, links)
             self.stats.inc_value("deltafetch/stored")
             if page in self._redirects:
                 self._record_redirects(*self._redirects.pop(page), now)

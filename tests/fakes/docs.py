@@ -38,7 +38,10 @@ SCRIPT_MARKER = "SCRIPT_TEXT_MUST_NOT_BE_EXTRACTED"
 STYLE_MARKER = "STYLE_TEXT_MUST_NOT_BE_EXTRACTED"
 SITE_PATH = re.compile(r"^/site(0|[1-9][0-9]*)/(.*)$")
 FIXTURE_PATH = re.compile(r"^/fixtures/([\w.-]+)/$")
-DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / "shared/fixtures/docs"
+# shared/ sits beside the checkout (/work/main) or beside its worktrees' parent (/work/wt/x).
+DEFAULT_FIXTURES = next(parent / "shared/fixtures/docs"
+                        for parent in Path(__file__).resolve().parents
+                        if (parent / "shared/fixtures/docs").is_dir())
 FIXTURE_LAST_MODIFIED = "Sat, 01 Aug 2026 10:00:00 GMT"
 PAGE_NAME = re.compile(r"^page(0|[1-9][0-9]*)\.html$")
 

@@ -8,18 +8,20 @@ one transaction, so a kill leaves the previous plan or the new one, never half o
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
+from scrapy.crawler import Crawler
+
+from scraper.layout import DataLayout
 from scraper.searchslices import Slice
-from scraper.stores.sqlite import open_store
-
-WHOLE: list[Slice] = []
-"""The plan of a query that fits under the cap: no slices, the query itself."""
+from scraper.stores.base import AlwaysUp, decode_plan, encode_plan
+from scraper.stores.sqlite import open_store, transaction
 
 
-class SlicePlanStore:
+class SlicePlanStore(AlwaysUp):
+    """``SLICEPLAN_STORAGE`` on one machine."""
+
     KIND = "search-slices"
     VERSION = 1
     SCHEMA = ("CREATE TABLE IF NOT EXISTS plans (query TEXT PRIMARY KEY, slices TEXT NOT NULL, "
@@ -29,21 +31,27 @@ class SlicePlanStore:
         self.path = path
         self._conn = open_store(path, self.KIND, self.VERSION, self.SCHEMA)
 
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SlicePlanStore:
+        return cls(DataLayout.from_settings(crawler.settings).search_slices_db)
+
     def load(self, query: str) -> list[Slice] | None:
-        """The query's last plan (``WHOLE`` for an unsliced one), None if it has none or the
+        """The query's last plan (``[]`` for an unsliced one), None if it has none or the
         row is not one this version wrote."""
         row = self._conn.execute("SELECT slices FROM plans WHERE query = ?",
                                  (query,)).fetchone()
-        if row is None:
-            return None
-        try:
-            return [Slice.from_json(entry) for entry in json.loads(row[0])]
-        except (ValueError, TypeError):
-            return None  # planned afresh, and overwritten once the new plan is whole
+        return None if row is None else decode_plan(row[0])
 
     def save(self, query: str, slices: list[Slice]) -> None:
         self._conn.execute("INSERT OR REPLACE INTO plans VALUES (?, ?, ?)",
-                           (query, json.dumps([s.to_json() for s in slices]), time.time()))
+                           (query, encode_plan(slices), time.time()))
+
+    def replace(self, query: str, expected: list[Slice] | None, slices: list[Slice]) -> bool:
+        with transaction(self._conn):  # BEGIN IMMEDIATE: no other writer between read and write
+            if self.load(query) != expected:
+                return False
+            self.save(query, slices)
+        return True
 
     def close(self) -> None:
         self._conn.close()

@@ -1,8 +1,8 @@
 """The ETag (and ``Link`` header) last seen for each GitHub API page, per identity.
 
 One SQLite store per machine (``{data_dir}/state/etags.sqlite``); the distributed mode keeps
-the same entries in Redis (:mod:`scraper.distributed.etags`). Entries unseen for
-:data:`ETAG_KEEP_S` are dropped when the store is opened.
+the same entries in Redis (:mod:`scraper.stores.redis.etags`). Entries unseen for
+:data:`~scraper.stores.base.ETAG_KEEP_S` are dropped when the store is opened.
 """
 
 from __future__ import annotations
@@ -11,6 +11,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from scrapy.crawler import Crawler
+
+from scraper.layout import DataLayout
+from scraper.stores.base import ETAG_KEEP_S, AlwaysUp, PageTag
 from scraper.stores.sqlite import open_store, transaction
 
 KIND = "etags"
@@ -25,17 +29,18 @@ CREATE TABLE IF NOT EXISTS etags (
     PRIMARY KEY (identity, url)
 );
 """
-ETAG_KEEP_S = 30 * 86400.0
 
-PageTag = tuple[str, str | None]
-"""A page's ``(etag, link)``."""
+class EtagStore(AlwaysUp):
+    """``ETAG_STORAGE`` on one machine."""
 
-
-class EtagStore:
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self._conn = open_store(path, KIND, VERSION, SCHEMA)
         self._conn.execute("DELETE FROM etags WHERE seen_at < ?", (clock() - ETAG_KEEP_S,))
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> EtagStore:
+        return cls(DataLayout.from_settings(crawler.settings).etags_db)
 
     def get(self, identity: str, url: str) -> PageTag | None:
         row = self._conn.execute("SELECT etag, link FROM etags WHERE identity = ? AND url = ?",

@@ -1,4 +1,5 @@
-"""The GitHub budget on Redis: two machines on one token share one budget, never exceed it.
+"""``BUDGET_STORAGE`` on Redis, the GitHub budget for the cluster: two machines on one token
+share one budget, never exceed it.
 
 The rules are the budget's own, unchanged: :class:`RedisBudgetStore` *is* a
 :class:`~scraper.budget.store.BudgetStore` — booking, claiming, pacing, header sync, pauses,
@@ -15,7 +16,9 @@ So each read-modify-write is atomic across every worker of every machine, and th
 the store's by construction, not a second implementation. Tickets belong to a cluster-wide
 process id (:func:`~scraper.distributed.connection.process_id`); a ticket's process is alive
 while its ``{p}:proc:{id}`` key is (heartbeats), which replaces the local ``kill(pid, 0)``.
-ETags are not budget state: :mod:`scraper.distributed.etags` keeps them.
+ETags are not budget state: :mod:`scraper.stores.redis.etags` keeps them. While Redis is away
+a call raises :class:`~scraper.distributed.connection.RedisUnavailable` and the budget
+middleware waits (:mod:`scraper.stores.base`'s outage contract).
 
 Anonymous budgets are per IP address at GitHub; here they are one budget for the cluster —
 conservative (never over any machine's limit), so give the cluster a token.
@@ -33,21 +36,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.http import Response
-from scrapy.settings import BaseSettings
 
-from scraper.budget.limits import RateHeaders, limit_kind, retry_after_seconds
 from scraper.budget.store import SCHEMA, BudgetStore, BudgetTiming, read_buckets
 from scraper.distributed import defaults
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link, process_id
 from scraper.distributed.keys import Keys
-from scraper.downloadermiddlewares.budget import (
-    TICKET_META,
-    BudgetMiddleware,
-    body_text,
-)
+from scraper.stores.redis import RedisOutage
 
 SKIPPED_TABLES = frozenset({"meta"})
 """Not in the snapshot: ``meta`` is the local file's label."""
@@ -113,7 +108,7 @@ def read_redis_buckets(client: Any, keys: Keys) -> list[dict[str, Any]]:
         conn.close()
 
 
-class RedisBudgetStore(BudgetStore):
+class RedisBudgetStore(RedisOutage, BudgetStore):
     def __init__(self, link: RedisLink, keys: Keys, timing: BudgetTiming, **kwargs: Any) -> None:
         self.link = link
         self.keys = keys
@@ -123,6 +118,12 @@ class RedisBudgetStore(BudgetStore):
         super().__init__(Path(":memory:"), timing, **kwargs)
         self._save_script = link.client.register_script(SAVE)
         self._release_script = link.client.register_script(RELEASE)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisBudgetStore:
+        settings = crawler.settings
+        return cls(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
+                   BudgetTiming.from_settings(settings))
 
     def _alive(self, pid: int) -> bool:
         return bool(self.link.client.exists(self.keys.proc(pid)))
@@ -154,57 +155,5 @@ class RedisBudgetStore(BudgetStore):
                 with contextlib.suppress(RedisUnavailable):  # else it lapses on its own
                     self._release_script(keys=[self.keys.budget_lock], args=[token])
 
-    def release_process(self) -> None:
-        # At close. With Redis away, this process's tickets lapse with its process key.
-        with contextlib.suppress(RedisUnavailable):
-            super().release_process()
-
     def buckets(self) -> list[dict[str, Any]]:
         return read_redis_buckets(self.link.client, self.keys)
-
-
-class RedisBudgetMiddleware(BudgetMiddleware):
-    """The budget middleware with the Redis store, pausing (not failing) while Redis is away."""
-
-    link: RedisLink
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RedisBudgetMiddleware:
-        middleware = super().from_crawler(crawler)
-        middleware.link = get_link(crawler.settings["REDIS_URL"])
-        return middleware
-
-    @classmethod
-    def open_store(cls, settings: BaseSettings) -> RedisBudgetStore:
-        return RedisBudgetStore(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
-                                BudgetTiming.from_settings(settings))
-
-    async def process_request(self, request: Request) -> Request | None:
-        while True:
-            if (not self.link.up and self.route(request) is not None
-                    and not await self.link.wait_until_up(self._stopped)):
-                return self._unsent(request)
-            try:
-                return await super().process_request(request)
-            except RedisUnavailable:
-                # A ticket booked before the failure stays booked until this worker closes:
-                # the budget is under-used a little, never over-spent.
-                continue
-
-    def process_response(self, request: Request, response: Response) -> Request | Response:
-        try:
-            return super().process_response(request, response)
-        except RedisUnavailable:
-            # The ticket stays "in flight" in Redis until its lease ends (counted as spent).
-            if response.status in (403, 429):
-                rate = RateHeaders.parse(self._header(response))
-                retry_after = retry_after_seconds(self._header(response)("retry-after"))
-                if limit_kind(response.status, rate, retry_after, body_text(response)):
-                    retry = request.replace(dont_filter=True)  # asked again once Redis is back
-                    retry.meta.pop(TICKET_META, None)
-                    return retry
-            return response
-
-    def process_exception(self, request: Request, exception: BaseException) -> None:
-        with contextlib.suppress(RedisUnavailable):
-            super().process_exception(request, exception)

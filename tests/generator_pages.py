@@ -1,0 +1,146 @@
+"""Real pages of documentation generators beyond the five in shared/fixtures/docs, kept in
+tests/data/generators (tests/data/generators/README.md names each page's repository, branch,
+path and commit), and the code a reader sees in each code block, read from the HTML on its own:
+used by tests/test_docs_generators.py and benchmarks/markdown.py.
+
+The reading of code here is a browser's, written independently of the converter: the text of a
+``<pre>`` (or a Doxygen ``div.fragment``) as it lays it out, without what is drawn beside or
+over the code and is not code (line numbers, AsciiDoc callouts, copy buttons, toggle labels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import lxml.html
+
+PAGES_DIR = Path(__file__).resolve().parent / "data" / "generators"
+
+# What is drawn in or beside a code block but is not its code.
+_NOT_CODE = {"linenos", "lineno", "linenodiv", "gutter", "lnt", "ln", "conum", "hideme"}
+_NOT_CODE_TAGS = {"button", "script", "style", "summary"}
+# Elements a browser starts and ends a line at.
+_BLOCK_TAGS = {"div", "p", "li", "tr", "table", "details", "ul", "ol", "dl", "dt", "dd",
+               "section", "article", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6"}
+
+
+@dataclass(frozen=True)
+class GeneratorPage:
+    name: str  # the file's name in tests/data/generators, without ".html"
+    generator: str
+    code_blocks: int  # as counted by reading the HTML (code_texts), checked by the tests
+    headings: list[str]  # some of its h1-h4 headings, as the page shows them
+    furniture: list[str]  # navigation, search, footers, hidden text: never in markdown or text
+    content: list[str]  # text of the content that must be there
+
+
+def _classes(element: lxml.html.HtmlElement) -> set[str]:
+    return set((element.get("class") or "").split())
+
+
+def _is_callout_label(element: lxml.html.HtmlElement) -> bool:
+    before = element.getprevious()
+    return (element.tag == "b" and before is not None and "conum" in _classes(before)
+            and not (before.tail or "").strip())
+
+
+def _read(element: lxml.html.HtmlElement, out: list[str]) -> None:
+    for child in element:
+        if not isinstance(child.tag, str):
+            out.append(child.tail or "")
+            continue
+        if child.tag in _NOT_CODE_TAGS or _classes(child) & _NOT_CODE or _is_callout_label(child):
+            if "conum" in _classes(child) or _is_callout_label(child):
+                # A callout is set off from the code by spaces that are not code either.
+                while out and out[-1].endswith((" ", "\t")):
+                    out[-1] = out[-1].rstrip(" \t")
+            out.append(child.tail or "")
+            continue
+        block = child.tag in _BLOCK_TAGS
+        if block and out and "".join(out) and not "".join(out).endswith("\n"):
+            out.append("\n")
+        if child.tag == "br":
+            out.append("\n")
+        out.append(child.text or "")
+        _read(child, out)
+        if block and "".join(out) and not "".join(out).endswith("\n"):
+            out.append("\n")
+        out.append(child.tail or "")
+
+
+def code_text(block: lxml.html.HtmlElement) -> str:
+    if block.tag != "pre":
+        # Doxygen: outside <pre> the whitespace between the line divs is not laid out.
+        for line in block:
+            if not (line.tail or "").strip():
+                line.tail = None
+        block.text = None if not (block.text or "").strip() else block.text
+    out = [block.text or ""]
+    if block.tag == "pre" and out[0].startswith("\n"):
+        out[0] = out[0][1:]  # the HTML parser's rule: a newline right after <pre> is not text
+    _read(block, out)
+    return "".join(out).removesuffix("\n")
+
+
+def code_texts(html: str) -> list[str]:
+    """The code of every code block on the page, in page order; a ``<pre>`` that holds only
+    line numbers (the gutter column of a code table) is not a code block."""
+    root = lxml.html.fromstring(html)
+    blocks = root.xpath("//pre[not(ancestor::pre)] | "
+                        "//div[contains(concat(' ', @class, ' '), ' fragment ')]")
+    texts = []
+    for block in blocks:
+        if _classes(block) & _NOT_CODE:
+            continue
+        text = code_text(block)
+        gutter = block.xpath(".//*[contains(concat(' ', @class, ' '), ' lnt ')]")
+        if gutter and not text.strip():
+            continue
+        texts.append(text)
+    return texts
+
+
+def page_html(page: GeneratorPage) -> str:
+    return (PAGES_DIR / f"{page.name}.html").read_text(encoding="utf-8")
+
+
+PAGES = [
+    GeneratorPage("rustdoc-dzahui-window", "rustdoc", 1,
+                  ["Struct dzahui::simulation::dzahui_window::DzahuiWindow", "Fields",
+                   "impl !Send for DzahuiWindow"],
+                  ["Expand description", "Show 19 fields", "§", "Run\n"],
+                  ["Holds an *instance* of OpenGL"]),
+    GeneratorPage("mdbook-embedded-exceptions", "mdBook", 11, ["Exceptions"],
+                  ["Press ← or → to navigate", "Toggle Table of Contents"],
+                  ["Exceptions, and interrupts, are a hardware mechanism"]),
+    GeneratorPage("gitbook-git-tips-stashing", "GitBook", 20, ["Stashing"],
+                  ["No results matching", "Published with GitBook", "Type to search"],
+                  ["Saving current state of tracked files without committing"]),
+    GeneratorPage("mkdocs-readthedocs-fire-guide", "MkDocs readthedocs theme", 42,
+                  ["The Python Fire Guide"],
+                  ["Built with MkDocs", "Search docs", "« Previous"],
+                  ["Python Fire"]),
+    GeneratorPage("javadoc-either", "Javadoc", 0, ["Class Either<A,B>"],
+                  ["JavaScript is disabled", "SEARCH", "Skip navigation links"],
+                  ["Method Summary"]),
+    GeneratorPage("typedoc-custom-themes", "TypeDoc", 4, ["Custom Themes"],
+                  ["Generated using TypeDoc", "Preparing search index", "On This Page"],
+                  ["defineTheme"]),
+    GeneratorPage("doxygen-thread-pool-index", "Doxygen", 7, ["thread-pool"],
+                  ["Generated by", "Loading...", "No Matches"],
+                  ["A simple, *fast* and functional thread pool implementation"]),
+    GeneratorPage("doxygen-thread-safe-queue", "Doxygen (class page, headings in table cells)", 0,
+                  ["Public Types", "Public Member Functions", "Member Function Documentation"],
+                  ["Generated by", "Loading...", "No Matches", "| ## "],
+                  ["\n\n## Public Member Functions\n\n|  |  |\n| --- | --- |\n"]),
+    GeneratorPage("antora-istio-cube", "Antora", 7, ["Code"],
+                  ["Edit this Page", "Search the docs"],
+                  ["Arquillian Cube"]),
+    GeneratorPage("sphinx-book-pml-introduction", "sphinx-book-theme / Jupyter Book", 1, [],
+                  ["Skip to main content", "Back to top", "Ctrl+K"],
+                  []),
+    GeneratorPage("vitepress-shiki-fuse-react", "VitePress + Shiki line spans", 11, [],
+                  ["Return to top", "Sidebar Navigation"],
+                  []),
+]

@@ -1,0 +1,215 @@
+"""Many machines, one collector: three runners (separate data dirs) on one real Redis.
+
+What the cluster must hold whatever its number of boxes — a box killed mid-round loses no page
+(its leased requests go back), and a site gets the same politeness from three runners as from
+one — judged by what the fake docs server saw.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.support import Collector, wait_for
+from tests.test_distributed import (  # noqa: F401  (fixtures)
+    PAGES,
+    SITES,
+    baseline,
+    configure_docs,
+    finish,
+    page_counts,
+    redis_server,
+    redis_url,
+    start_runners,
+)
+
+pytestmark = pytest.mark.timeout(150)
+
+LEASE = 3.0
+LATENCY_MS = 500  # slow pages: 2 at a time to the site use every turn DELAY gives
+PER_HOST, DELAY = 2, 0.2
+POLITE = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": PER_HOST,
+          "DOWNLOAD_DELAY": DELAY, "RANDOMIZE_DOWNLOAD_DELAY": False,
+          "DISTRIBUTED_LEASE": LEASE}
+SEND_JITTER = DELAY / 2
+"""A turn is given on Redis's clock and the fake stamps the request's arrival: the two differ by
+the time a request takes to be sent, milliseconds on loopback, more on a loaded machine."""
+
+
+def machines(tmp_path: Path, n: int) -> list[Collector]:
+    return [Collector(tmp_path / f"box-{k}") for k in range(n)]
+
+
+def politeness_seen(docs: Any, skip: tuple[float, float] = (0, 0)) -> tuple[int, float]:
+    """The most requests the site had at once and the smallest gap between two arrivals (but
+    those in ``skip``: a box stopped holding its turn sends when it is let go)."""
+    stats = docs.stats()
+    times = sorted(r["t"] for r in stats["requests"])
+    gaps = [b - a for a, b in itertools.pairwise(times)
+            if not (skip[0] <= a <= skip[1] or skip[0] <= b <= skip[1])]
+    return stats["max_concurrency"], min(gaps)
+
+
+def tree(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    parent = psutil.Process(proc.pid)
+    return [parent, *parent.children(recursive=True)]
+
+
+def leased_paths(client: Any, runner_pid: int) -> set[str] | None:
+    """Paths of the docs requests the runner's workers hold leased now (None: none yet)."""
+    from urllib.parse import urlsplit
+
+    workers = [key.decode().rsplit(":", 1)[1] for key in client.scan_iter("hubcollect:proc:*")
+               if json.loads(client.get(key) or "{}").get("runner_pid") == runner_pid]
+    paths = set()
+    for worker in workers:
+        for value in client.hvals(f"hubcollect:docs:leases:{worker}"):
+            _, entry = value.split(b"\n", 1)  # origin, then the queue entry
+            paths.add(urlsplit(json.loads(entry)["url"]).path)
+    return paths or None
+
+
+def all_items(box: Collector) -> list[dict[str, Any]]:
+    """Closed item files and, for a killed box, the one it was writing."""
+    rows = []
+    for path in sorted((box.data_dir / "items" / "docs").glob("*.jsonl*")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):  # a line torn by the kill
+                rows.append(json.loads(line))
+    return rows
+
+
+def test_a_killed_box_loses_no_page_and_politeness_holds(
+        tmp_path: Path, redis_server: Any, redis_url: str, baseline: dict[str, Any],  # noqa: F811
+        fake_docs_factory: Any) -> None:
+    docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=LATENCY_MS)
+    boxes = machines(tmp_path, 3)
+    for box in boxes:
+        configure_docs(box, docs, settings=POLITE)
+    procs = start_runners(boxes, redis_url, "docs")
+    victim, client = procs[0], redis_server.client()
+    wait_for(lambda: sum(page_counts(docs).values()) >= 12, 60, "the crawl under way")
+    frozen_at = time.time()
+    while True:  # freeze the box when it holds requests, note them, then kill -9 all of it
+        frozen = tree(victim)
+        for p in frozen:
+            p.send_signal(signal.SIGSTOP)
+        held = leased_paths(client, victim.pid)
+        if held:
+            break
+        for p in frozen:
+            p.send_signal(signal.SIGCONT)
+        time.sleep(0.1)
+    for p in frozen:
+        p.send_signal(signal.SIGKILL)
+    victim.wait()
+    killed_at = time.time()
+    results = finish(procs[1:])
+    assert [rc for rc, _ in results] == [0, 0], results
+
+    # Every page of the round was fetched; a page twice only if the dead box held it.
+    counts, expected = page_counts(docs), baseline["counts"]
+    assert set(counts) == set(expected), set(expected) ^ set(counts)
+    twice = {path for path in counts if counts[path] > expected[path]}
+    assert twice <= held, (twice - held, held)
+    assert all(counts[p] - expected[p] <= 1 for p in counts)
+    # Every content once among the boxes left, all of it with the dead box's part.
+    hashes = collections.Counter(i["content_hash"] for b in boxes[1:] for i in b.items("docs"))
+    assert max(hashes.values()) == 1
+    assert {i["content_hash"] for b in boxes for i in all_items(b)} == baseline["hashes"]
+    stats = [json.loads(p.read_text())["stats"] for b in boxes[1:]
+             for p in (b.data_dir / "state" / "workers").glob("docs-*.json")]
+    assert sum(s.get("distributed/leases_reclaimed", 0) for s in stats) >= len(held)
+    # The boxes stopped cleanly left the cluster's list; the killed one stays there, silent soon.
+    boxes = [json.loads(v) for v in client.hvals("hubcollect:boxes")]
+    assert [b["pid"] for b in boxes] == [victim.pid], boxes
+
+    # Six workers on three boxes, one site: its politeness, as one worker's slot would keep it.
+    concurrency, gap = politeness_seen(docs, skip=(frozen_at, killed_at + 0.5))
+    assert concurrency <= PER_HOST and gap >= DELAY - SEND_JITTER, (concurrency, gap)
+
+
+def test_one_runner_gives_a_site_the_same_politeness(
+        tmp_path: Path, redis_url: str, fake_docs_factory: Any) -> None:  # noqa: F811
+    docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=LATENCY_MS)
+    (box,) = machines(tmp_path, 1)
+    configure_docs(box, docs, settings=POLITE)
+    results = finish(start_runners([box], redis_url, "docs"))
+    assert [rc for rc, _ in results] == [0], results
+    concurrency, gap = politeness_seen(docs)
+    # Saturated (2 workers × 4 requests asked for 2 turns): the cap is reached, not passed.
+    assert concurrency == PER_HOST and gap >= DELAY - SEND_JITTER, (concurrency, gap)
+
+
+def test_status_and_watchdog_show_every_box_and_a_silent_one_once(
+        tmp_path: Path, redis_server: Any, redis_url: str) -> None:  # noqa: F811
+    from runner.cluster import box_summary
+    from runner.state import SlotRecord
+    from scraper.distributed.registry import RunnerBeacon
+
+    client = redis_server.client()
+    beacon = RunnerBeacon(redis_url)
+    slots = [SlotRecord(spider="docs", slug="docs-0of2", pid=11, rounds=4, items_total=120,
+                        round_started_at=time.time() - 30),
+             SlotRecord(spider="docs", slug="docs-1of2", pid=12, rounds=4, items_total=80)]
+    for pid, data_dir in ((101, "/srv/a"), (102, "/srv/b")):
+        beacon.beat({"pid": pid, "started_at": time.time(), "data_dir": data_dir,
+                     **box_summary(slots, None)}, force=True)
+    (box,) = machines(tmp_path, 1)
+    box.configure(redis_url=redis_url)
+
+    result = box.runner("status", "--cluster", timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "2 boxes heartbeating" in result.stdout
+    assert result.stdout.count("     200  ok") == 2, result.stdout  # items, health per box
+
+    # Box b's runner was killed: its heartbeat stops (here: its last one is 2 minutes old).
+    name = f"{beacon.host}:/srv/b"
+    record = json.loads(client.hget("hubcollect:boxes", name))
+    client.hset("hubcollect:boxes", name, json.dumps({**record,
+                                                      "updated_at": time.time() - 120}))
+    result = box.runner("status", "--cluster", timeout=30)
+    assert result.returncode == 1 and "1 SILENT" in result.stdout
+    assert "SILENT for 2m" in result.stdout, result.stdout
+
+    said = [box.runner("watchdog", flag, timeout=30).stdout
+            for flag in ("--cluster", "--cluster-only")]
+    line = f"cluster: box {name} stopped heartbeating 2m ago (last: 2 workers, 200 items)"
+    assert line in said[0] and line not in said[1], said
+    beacon.beat({**record, "pid": 102}, force=True)  # back
+    again = box.runner("watchdog", "--cluster-only", timeout=30)
+    assert again.returncode == 0 and again.stdout == f"cluster: box {name} heartbeating again\n"
+    assert box.runner("watchdog", "--cluster-only", timeout=30).stdout == ""
+
+
+def test_content_hashes_are_kept_compact_and_reset_by_time(redis_url: str) -> None:  # noqa: F811
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.writebehind import WriteBehind
+    from scraper.stores.redis.contenthash import RedisContentHashStore
+
+    link = RedisLink(redis_url)
+    writes = WriteBehind(link, None)
+    digest = "ab12" + "c" * 60
+    store = RedisContentHashStore(link, Keys(), "docs", writes, owner="a", claim_ttl=60)
+    assert store.claim(digest)
+    store.confirm(digest, "2026-12-01T10:00:00Z")
+    # 65,536 small hashes, 24 hex digits a field, Unix seconds: what keeps them listpacks.
+    assert link.client.hgetall("hubcollect:docs:ch:ab12") == {b"c" * 24: b"1796119200"}
+    assert link.client.object("encoding", "hubcollect:docs:ch:ab12") == b"listpack"
+    assert digest in store and not store.claim(digest)
+    later = RedisContentHashStore(link, Keys(), "docs", writes, owner="b", claim_ttl=60,
+                                  ignore_before="2026-12-01T10:00:01Z")
+    earlier = RedisContentHashStore(link, Keys(), "docs", writes, owner="c", claim_ttl=60,
+                                    ignore_before="2026-12-01T10:00:00Z")
+    assert later.claim(digest) and not earlier.claim(digest)  # written before a reset: new

@@ -1,0 +1,147 @@
+"""Docs pages of generators beyond Sphinx, MkDocs Material, Docusaurus and VitePress: real pages
+as their sites served them (tests/generator_pages.py), each code block byte-exact, headings as
+written, the content without the site around it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from parsel import Selector
+
+from scraper.parsers.docs import extract_page, is_cookie_banner
+from tests.docs_fixtures import fenced_blocks
+from tests.generator_pages import PAGES, GeneratorPage, code_texts, page_html
+
+PAGE_URL = "https://docs.example.org/guide/page.html"
+
+
+@pytest.fixture(scope="module", params=PAGES, ids=[page.name for page in PAGES])
+def page(request: pytest.FixtureRequest) -> tuple[GeneratorPage, str, Any]:
+    fixture = request.param
+    html = page_html(fixture)
+    return fixture, html, extract_page(Selector(text=html), PAGE_URL)
+
+
+def test_every_code_block_is_the_code_in_the_html(page) -> None:
+    fixture, html, doc = page
+    expected = code_texts(html)
+    assert len(expected) == fixture.code_blocks
+    assert [code for _, code in fenced_blocks(doc.markdown)] == expected
+
+
+def test_headings_as_written_and_content_without_the_site(page) -> None:
+    fixture, _, doc = page
+    for heading in fixture.headings:
+        assert heading in doc.headings, (heading, doc.headings)
+    for label in fixture.furniture:
+        assert label not in doc.markdown, label
+        assert label not in doc.text, label
+    for text in fixture.content:
+        assert text in doc.markdown, text
+
+
+def convert(body: str) -> str:
+    return extract_page(Selector(text=f"<html><body><main>{body}</main></body></html>"),
+                        PAGE_URL).markdown
+
+
+@pytest.mark.parametrize("body, code", [
+    ("<pre>\nfirst\nsecond</pre>", "first\nsecond"),          # HTML drops that newline
+    ("<pre><code>\nblank first line</code></pre>", "\nblank first line"),
+    ("<pre><code><div class='ec-line'>a</div><div class='ec-line'>  b</div></code></pre>",
+     "a\n  b"),                                                 # a div per line
+    ("<div class='highlight'><table class='lntable'><tr><td class='lntd'><pre><code>"
+     "<span class='lnt'>1\n</span><span class='lnt'>2\n</span></code></pre></td>"
+     "<td class='lntd'><pre><code class='language-go'>x := 1\ny := 2\n</code></pre></td></tr>"
+     "</table></div>", "x := 1\ny := 2"),                       # Hugo lineNos: table
+    ("<table class='rouge-table'><tr><td class='gutter gl'><pre class='lineno'>1\n2\n</pre></td>"
+     "<td class='code'><pre>a\nb\n</pre></td></tr></table>", "a\nb"),  # Rouge, just-the-docs
+    ("<pre><code class='hljs'><table class='hljs-ln'><tr><td class='hljs-ln-numbers'>"
+     "<div data-line-number='1'></div></td><td class='hljs-ln-code'>one</td></tr><tr>"
+     "<td class='hljs-ln-numbers'></td><td class='hljs-ln-code'>two</td></tr></table></code>"
+     "</pre>", "one\ntwo"),                                    # a table inside <code>
+    ("<pre><code>mvn test <b class='conum'>(1)</b>\nls</code></pre>", "mvn test\nls"),
+])
+def test_code_markup_comes_out_as_its_code(body: str, code: str) -> None:
+    assert [text for _, text in fenced_blocks(convert(body))] == [code]
+
+
+def test_heading_keeps_block_content_and_loses_its_permalink() -> None:
+    markdown = convert("<h3 class='code-header'>impl&lt;T&gt; Foo for T<div class='where'>"
+                       "where T: Send</div><a class='anchor' href='#impl'>§</a></h3>")
+    assert markdown == "### impl\\<T> Foo for T where T: Send"
+
+
+def test_cookie_rule_drops_banners_not_content_about_cookies() -> None:
+    for banner in ("cookie-banner", "cookieconsent", "CybotCookiebotDialog", "cookie_notice"):
+        assert is_cookie_banner(banner, set()), banner
+    for content in ("cookies", "requests.cookies.RequestsCookieJar", "module-requests.cookies",
+                    "cookie-jar", "set-cookie"):
+        assert not is_cookie_banner(content, set()), content
+    markdown = convert("<section id='cookies'><h2>Cookies</h2><p>Jar of cookies.</p></section>"
+                       "<div id='cookie-consent'>We use cookies</div>")
+    assert "Jar of cookies." in markdown and "We use cookies" not in markdown
+
+
+def test_fidelity_fields_count_the_blocks_and_those_byte_exact(page) -> None:
+    fixture, _, doc = page
+    assert (doc.code_blocks, doc.code_blocks_exact) == (fixture.code_blocks, fixture.code_blocks)
+
+
+def test_fidelity_counts_a_block_the_markdown_does_not_hold() -> None:
+    from scraper.parsers.fidelity import measure
+
+    markdown = "- item\n\n  ```python\n  x = 1\n\n  y = 2\n  ```\n\n> ```\n> quoted\n> ```"
+    assert measure(markdown, ["x = 1\n\ny = 2", "quoted"]).complete
+    lost = measure(markdown, ["x = 1\n\ny = 2", "quoted", "never written"])
+    assert (lost.code_blocks, lost.code_blocks_exact, lost.complete) == (3, 2, False)
+    assert measure("```\nx = 1\n```", ["x  =  1"]).code_blocks_exact == 0
+
+
+@pytest.mark.parametrize("url, version", [
+    ("https://docs.scrapy.org/en/latest/topics/settings.html", "latest"),
+    ("https://pip.pypa.io/en/stable/", "stable"),
+    ("https://docs.python.org/3/library/os.html", "3"),
+    ("https://docs.sqlalchemy.org/en/20/orm/", "20"),
+    ("https://example.org/istio-tutorial/1.9.x/advanced/cube.html", "1.9.x"),
+    ("https://example.org/docs/v2.1/index.html", "v2.1"),
+    ("https://example.org/guide/3.html", None),  # a page named 3, not a version
+    ("https://example.org/guide/page.html", None),
+])
+def test_version_from_the_url(url: str, version: str | None) -> None:
+    from scraper.parsers.docs import page_version
+
+    assert page_version(Selector(text="<html><body><p>x</p></body></html>"), url) == version
+
+
+def test_version_from_the_generators_switcher() -> None:
+    from tests.docs_fixtures import PAGES as FIVE
+    from tests.docs_fixtures import fixture_html
+
+    docusaurus = next(page for page in FIVE if "docusaurus" in page.name)
+    doc = extract_page(Selector(text=fixture_html(docusaurus)), PAGE_URL)
+    assert doc.version == "current"  # <meta name="docsearch:version" content="current">
+
+
+def test_latest_and_stable_of_one_page_are_one_item() -> None:
+    """The same page served under /en/latest/ and /en/stable/ (Read the Docs' aliases of one
+    build) hashes the same, so the content-hash dedup keeps one item; another version that says
+    the same but links elsewhere in its own tree is still the same page of that version."""
+    from scraper.items import DocPageItem, content_hash
+
+    html = page_html(PAGES[3])  # MkDocs readthedocs theme: relative links all over the page
+    items = {}
+    for version in ("latest", "stable", "3.0"):
+        url = f"https://docs.example.org/en/{version}/guide/index.html"
+        doc = extract_page(Selector(text=html), url)
+        assert doc.version == version
+        assert f"](https://docs.example.org/en/{version}/" in doc.markdown
+        items[version] = DocPageItem(url=url, title=doc.title, headings=doc.headings,
+                                     markdown=doc.markdown)
+    assert content_hash(items["latest"]) == content_hash(items["stable"]) == \
+        content_hash(items["3.0"])
+    other = DocPageItem(url="https://docs.example.org/en/stable/guide/index.html",
+                        title=items["stable"]["title"], headings=items["stable"]["headings"],
+                        markdown=items["latest"]["markdown"])  # links into another version
+    assert content_hash(other) != content_hash(items["stable"])
