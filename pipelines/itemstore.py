@@ -1,9 +1,12 @@
-"""The item store: JSON Lines, one file per worker and round, only whole lines ever visible.
+"""The item store: JSON Lines in segments per spider-shard, only whole lines ever visible.
 
-A round writes ``{spider}-{i}of{N}-{stamp}.jsonl.part`` (each line flushed as written) and
-renames it to ``.jsonl`` when the spider closes. A ``.part`` left by a kill is recovered at this
-spider-shard's next start: its whole lines are kept under the ``.jsonl`` name, a torn last line is
-cut off. Only the spider-shard's own files are touched, and only while it holds its worker lock.
+Rounds append to the spider-shard's open segment, ``{spider}-{i}of{N}-{stamp}.jsonl.part`` (each
+line written unbuffered as it comes), which closes to ``.jsonl`` (or ``.jsonl.gz``) at the end of
+the first round past its hour (``ITEMSTORE_SEGMENT_SECONDS``) or size boundary
+(:mod:`pipelines.segments`): files grow with hours, not rounds. At each start the open segment's
+torn last line, if a kill left one, is cut (reading only the file's tail) before more is
+appended; whole lines are never lost. Only the spider-shard's own files are touched, and only
+while it holds its worker lock.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import json
 import logging
 import math
 import os
-import stat
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -23,18 +25,29 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
+from pipelines.segments import (
+    PART_SUFFIX,
+    SegmentPolicy,
+    close_segment,
+    cut_torn_tail,
+    drop_if_closed,
+    remove_stale_compressions,
+    stamp_now,
+)
 from scraper.diskspace import is_disk_full, report_disk_full
 from scraper.layout import DataLayout, worker_slug
 
 logger = logging.getLogger(__name__)
-
-PART_SUFFIX = ".part"
 
 
 class JsonLinesItemStore:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.layout = DataLayout.from_settings(crawler.settings)
+        settings = crawler.settings
+        self.policy = SegmentPolicy(settings.getfloat("ITEMSTORE_SEGMENT_SECONDS"),
+                                    settings.getint("ITEMSTORE_SEGMENT_BYTES"),
+                                    settings.get("ITEMSTORE_COMPRESS") or "")
         self.file: IO[bytes] | None = None
         self.part_path: Path | None = None
         self.count = 0
@@ -50,13 +63,50 @@ class JsonLinesItemStore:
         directory = self.layout.items_dir(spider.name)
         directory.mkdir(parents=True, exist_ok=True)
         prefix = worker_slug(spider.name, spider.shard)
-        for leftover in sorted(directory.glob(f"{prefix}-*.jsonl{PART_SUFFIX}")):
-            recover_part(leftover)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        final = _unused(directory / f"{prefix}-{stamp}.jsonl")
-        self.part_path = final.with_name(final.name + PART_SUFFIX)
-        self.file = open(self.part_path, "xb", buffering=0)  # noqa: SIM115 - the whole round
-        self.good_size = 0
+        remove_stale_compressions(directory, prefix)
+        now = time.time()
+        current: Path | None = None
+        for part in sorted(directory.glob(f"{prefix}-*.jsonl{PART_SUFFIX}")):
+            kept = self._recover(part)
+            if kept is None:
+                continue
+            if current is not None:  # two open segments: only a kill between rounds makes one
+                self._close(current)
+            current = part
+            if self.policy.is_due(part, kept, now):
+                self._close(part)
+                current = None
+        if current is None:
+            current = _unused(directory / f"{prefix}-{stamp_now(now)}.jsonl")
+            current = current.with_name(current.name + PART_SUFFIX)
+        self.part_path = current
+        # O_APPEND: every line lands at the end whatever else happened to the file.
+        self.file = open(current, "ab", buffering=0)  # noqa: SIM115 - the whole round
+        self.good_size = os.fstat(self.file.fileno()).st_size
+
+    def _recover(self, part: Path) -> int | None:
+        """The whole-line size of an open segment found at start; None if it is gone."""
+        if drop_if_closed(part):
+            return None
+        cut = cut_torn_tail(part)
+        if cut is None:  # not a file this store may touch; left as it is
+            return None
+        kept, torn = cut
+        if not kept:
+            part.unlink()
+            if torn:
+                logger.warning("removed %s: a killed round left no whole line in it",
+                               part.name)
+            return None
+        if torn:
+            logger.warning("recovered %s: kept its %d bytes of whole lines, cut %d torn bytes "
+                           "(a killed round)", part.name, kept, torn)
+        return kept
+
+    def _close(self, part: Path) -> Path:
+        final = close_segment(part, self.policy.compress)
+        logger.info("closed segment %s", final.name)
+        return final
 
     def process_item(self, item: scrapy.Item) -> scrapy.Item:
         if self.file is None:  # the round is closing: the disk filled up
@@ -99,17 +149,25 @@ class JsonLinesItemStore:
             return
         try:
             os.fsync(self.file.fileno())
-        except OSError as exc:  # the lines are in the page cache already; the rename still counts
+        except OSError as exc:  # the lines are in the page cache already; the close still counts
             logger.warning("fsync %s: %s", self.part_path, exc)
         self.file.close()
+        self.file = None
+        if not self.good_size:
+            self.part_path.unlink()
+            return
+        final = self.part_path
+        if self.policy.is_due(self.part_path, self.good_size, time.time()):
+            try:
+                final = self._close(self.part_path)
+            except OSError as exc:  # compressing needs room: the segment stays open, whole
+                if not is_disk_full(exc):
+                    raise
+                logger.warning("segment %s stays open: no room to compress it (%s)",
+                               self.part_path.name, exc.strerror)
         if self.count:
-            final = self.part_path.with_name(self.part_path.name[: -len(PART_SUFFIX)])
-            os.replace(self.part_path, final)
             logger.info("wrote %d items to %s", self.count, final)
             self.crawler.stats.set_value("itemstore/file", str(final))
-        else:
-            self.part_path.unlink()
-        self.file = None
 
 
 def json_line(item: Any) -> bytes:
@@ -154,44 +212,11 @@ def _nested(value: Any) -> Any:
 
 
 def _unused(path: Path) -> Path:
-    """``path``, or with ``-1``, ``-2``… when a round in the same second already used it."""
+    """``path``, or with ``-1``, ``-2``… when a segment opened in the same second already used
+    it (in any of its forms: open, closed, compressed)."""
     candidate, n = path, 1
-    while candidate.exists() or candidate.with_name(candidate.name + PART_SUFFIX).exists():
+    while any(candidate.with_name(candidate.name + suffix).exists()
+              for suffix in ("", PART_SUFFIX, ".gz")):
         candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
         n += 1
     return candidate
-
-
-def recover_part(part: Path) -> Path | None:
-    """Keep the whole lines of a ``.part`` left by a killed round under its ``.jsonl`` name.
-
-    Only a regular file is touched, never through a symbolic link: truncating one would cut a
-    file anywhere on the machine. Anything else is left as it is, with an error.
-    """
-    try:
-        fd = os.open(part, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        logger.error("not recovering %s: it is a symbolic link (to %s), which is never "
-                     "followed; left as it is", part, os.readlink(part))
-        return None
-    with open(fd, "r+b") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            logger.error("not recovering %s: not a regular file; left as it is", part)
-            return None
-        data = handle.read()
-        whole = data[: data.rfind(b"\n") + 1]
-        if whole and len(whole) != len(data):
-            handle.truncate(len(whole))
-            handle.flush()
-            os.fsync(fd)
-    if not whole:
-        part.unlink()
-        logger.warning("removed %s: a killed round left no whole line in it", part.name)
-        return None
-    final = part.with_name(part.name[: -len(PART_SUFFIX)])
-    os.replace(part, final)
-    logger.warning("recovered %d whole lines from %s (a killed round), %d torn bytes cut",
-                   whole.count(b"\n"), part.name, len(data) - len(whole))
-    return final

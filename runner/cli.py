@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runner.dataset.commands import dataset_commands
+from runner.metrics import register as register_metrics
 from runner.ops.cron import register as register_install_cron
 from runner.ops.size import register as register_size
 from runner.ops.watchdog import register as register_watchdog
@@ -85,6 +86,7 @@ EXTRA_COMMANDS.append(("reload", register_reload))
 EXTRA_COMMANDS.append(("watchdog", register_watchdog))
 EXTRA_COMMANDS.append(("size", register_size))
 EXTRA_COMMANDS.append(("install-cron", register_install_cron))
+EXTRA_COMMANDS.append(("metrics", register_metrics))
 # The dataset (runner/dataset/): the catalog and what is made from it.
 EXTRA_COMMANDS.extend(dataset_commands())
 COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]

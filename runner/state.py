@@ -108,6 +108,7 @@ class HealthMemory:
     says so once when it begins and once when it ends, never while it persists."""
 
     reported: dict[str, str] = field(default_factory=dict)  # spider → the kind reported
+    disk_warned: bool = False  # "disk full in N days" said; said again only after it passed
     version: int = STATE_VERSION
 
 

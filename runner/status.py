@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from runner.budgetstatus import budget_rows, render_budget
+from runner.ops.growth import outlook
 from runner.outcome import ShardHealth, shard_health
 from runner.pidfile import running_pid
 from runner.state import ENDED, SlotRecord, SlotStatus, StatusFile, read_status
@@ -39,6 +40,8 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
     row["health_reason"] = health.reason or None
     row["first_error"] = live.first_error if live else None
     row["pages"] = this_round.pages if this_round else 0
+    row["responses"] = dict(this_round.responses) if this_round else {}
+    row["last_ok_at"] = live.last_ok_at if live else None
     row["uss_mb"] = live.uss_mb if running and live is not None else None
     row["last_error"] = slot.last_error or (live.last_error if live else None)
     row["progress"] = progress_note(this_round.stats) if this_round else None
@@ -52,10 +55,13 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
 
 
 def collect_status(layout: DataLayout, redis_url: str | None = None,
-                   config: CollectorConfig | None = None) -> dict[str, Any]:
+                   config: CollectorConfig | None = None, *, data_bytes: int | None = None,
+                   cluster: bool = True) -> dict[str, Any]:
     """The ``status --json`` object: ``{"runner": …, "workers": […], "totals": …}``, plus
     ``"cluster"`` in the distributed mode (``redis_url``, else the runner's). ``config`` (the
-    current one) judges health and picks the budget rows of the identity in use."""
+    current one) judges health and picks the budget rows of the identity in use. The runner
+    passes ``data_bytes`` (its last sample, not a walk) and ``cluster=False`` (no Redis round
+    trip) for the metrics it writes every status write."""
     config = config or CollectorConfig(data_dir=layout.root)
     recorded = read_status(layout.status_file)
     status = recorded or StatusFile()
@@ -68,7 +74,8 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     workers = []
     for slot in status.workers:
         live = read_worker(layout.workers_state_dir / f"{slot.slug}.json")
-        verdict = shard_health(slot, live, config.health, config.round_interval, mono)
+        verdict = shard_health(slot, live, config.health,
+                               config.round_interval_of(slot.spider), mono)
         workers.append(worker_row(slot, live, runner["alive"], now, verdict))
     # A --once run that ended by itself is finished, not down.
     runner["finished"] = bool(recorded and not runner["alive"] and status.runner.once
@@ -76,9 +83,15 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
                                   slot.state in ENDED for slot in status.workers))
     up = sum(1 for w in workers
              if w["state"] in ("running", "sleeping", "queued", "redis-wait"))
+    if data_bytes is None:
+        data_bytes = data_size(layout.root) if layout.root.exists() else 0
+    disk = outlook(layout, data_bytes)
     totals = {
         "items": sum(w["items_total"] for w in workers),
-        "data_bytes": data_size(layout.root) if layout.root.exists() else 0,
+        "data_bytes": disk.data_bytes,
+        "disk_free_bytes": disk.free_bytes,
+        "growth_per_day_bytes": None if disk.per_day is None else int(disk.per_day),
+        "disk_days_left": None if disk.days_left is None else round(disk.days_left, 1),
         "workers_up": up,
         "workers_planned": status.runner.planned if recorded else len(workers),
     }
@@ -90,7 +103,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
               "budget": in_use(budget_rows(layout), identity),
               "docs_fidelity": [asdict(site) for site in catalog_fidelity(layout, config)]}
     redis_url = redis_url or status.runner.redis_url
-    if redis_url:
+    if redis_url and cluster:
         from scraper.distributed.registry import cluster_status
 
         if is_masked(redis_url):
@@ -146,6 +159,18 @@ def fit(line: str, width: int = WIDTH) -> str:
     return line if len(line) <= width else line[:width - 1] + "…"
 
 
+def render_disk(totals: dict[str, Any]) -> str:
+    free = totals.get("disk_free_bytes")
+    per_day = totals.get("growth_per_day_bytes")
+    days = totals.get("disk_days_left")
+    free_text = f"{format_size(free)} free" if free is not None else "free space unknown"
+    if per_day is None:
+        return f"disk: {free_text}, growth per day not known yet (needs an hour of samples)"
+    left = f", {days:,.0f} days left" if days is not None else ", not growing"
+    sign = "+" if per_day >= 0 else "-"
+    return f"disk: {free_text}, data {sign}{format_size(abs(per_day))}/day{left}"
+
+
 def render_status(status: dict[str, Any]) -> str:
     """A table that fits a phone's ssh session (80 columns): one short row per worker, its
     last error, if any, on an indented line below it."""
@@ -197,6 +222,7 @@ def render_status(status: dict[str, Any]) -> str:
             lines.append(f"    {note}")
     lines.append(f"total: {totals['items']} items, data {format_size(totals['data_bytes'])}, "
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
+    lines.append(fit(render_disk(totals)))
     lines += render_budget(status.get("budget") or [])
     if status.get("docs_fidelity"):
         from runner.dataset.fidelity import SiteFidelity

@@ -31,6 +31,7 @@ from runner.dataset.schedule import CatalogSchedule
 from runner.exitstatus import describe_exit
 from runner.flownotice import DataFlowNotices
 from runner.memory import MemoryGuard
+from runner.metrics import MetricsWriter
 from runner.outcome import once_summary, round_failed
 from runner.plan import Plan, WorkerSlot
 from runner.reload import config_changes, refusal, write_result
@@ -189,6 +190,7 @@ class Supervisor:
         self.disk_full_since: float | None = None
         self.reserve = DiskReserve(self.layout.disk_reserve)
         self._last_status: float | None = None  # time.monotonic() of the last write
+        self.metrics = MetricsWriter(self.layout, config)
         self.catalog = CatalogSchedule(config, str(self.layout.resolved_config),
                                        enabled=not once)
         self.pool = self._pool()
@@ -439,7 +441,8 @@ class Supervisor:
             state.rounds += 1
             state.failures = 0
             state.state = SlotStatus.DONE if self.once else SlotStatus.SLEEPING
-            state.next_start = time.monotonic() + self.config.round_interval
+            state.next_start = (time.monotonic()
+                                + self.config.round_interval_of(state.slot.spider))
             self._record_memory()
             return
         state.failures += 1
@@ -553,7 +556,7 @@ class Supervisor:
             updated_monotonic=mono, state="stopping" if self.stopping else "running",
             command=launch.command, cwd=launch.cwd, config=launch.config,
             data_dir=str(self.config.data_dir), plan=self.plan.describe(),
-            planned=self.plan.total, round_interval=self.config.round_interval,
+            planned=self.plan.total, round_interval=self.config.shortest_round_interval,
             once=self.once, memory_budget=self.guard.budget,
             disk_full_since=self.disk_full_since,
             # Distributed mode: which Redis (status connects with its own URL) and whether it
@@ -573,3 +576,4 @@ class Supervisor:
             write_status(self.layout.status_file, self.status_record())
         except OSError as exc:
             logger.warning("cannot write status: %s", exc)
+        self.metrics.write()

@@ -46,6 +46,7 @@ RESOURCES = ("core", "search")
 TOP_LEVEL_KEYS = (
     "data_dir", "github", "spiders", "round_interval", "stop_timeout", "memory_budget",
     "logs_keep_days", "notify", "redis_url", "catalog_interval", "health", "autoscale",
+    "metrics_dir", "items_keep_days",
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
@@ -119,6 +120,7 @@ class TrendingConfig:
     archive_retention: float | None = defaults.TRENDING_ARCHIVE_RETENTION
     """Seconds a raw page stays in the archive; None = forever (the pages are what a parser
     fix re-reads)."""
+    round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[tuple[str, str, str]]:
@@ -142,6 +144,7 @@ class SearchConfig:
     per_page: int = defaults.SEARCH_PER_PAGE
     complete: bool = defaults.SEARCH_COMPLETE
     max_results_per_query: int | None = defaults.SEARCH_MAX_RESULTS_PER_QUERY
+    round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[str]:
@@ -154,6 +157,7 @@ class DocsConfig:
     start_urls: tuple[str, ...] = tuple(defaults.DOCS_START_URLS)
     max_pages_per_site: int = defaults.DOCS_MAX_PAGES_PER_SITE
     refresh_after: float = defaults.DOCS_REFRESH_AFTER
+    round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def start_entries(self) -> list[str]:
@@ -173,6 +177,8 @@ class HealthConfig:
     """Rounds in a row with no answer carrying data before it is unhealthy."""
     max_round: float | None = None
     """Seconds a round may run before its worker counts as hung; None: see :meth:`round_limit`."""
+    disk_days_left: float = 14.0
+    """The watchdog says once when the data disk will be full in fewer days than this; 0: never."""
 
     def round_limit(self, round_interval: float) -> float:
         if self.max_round is not None:
@@ -195,6 +201,8 @@ class AutoscaleConfig:
 
 SpiderConfig = TrendingConfig | SearchConfig | DocsConfig
 
+ROUND_INTERVALS: dict[str, float] = dict(defaults.ROUND_INTERVALS)
+
 
 @dataclass(frozen=True, slots=True)
 class CollectorConfig:
@@ -205,7 +213,8 @@ class CollectorConfig:
     trending: TrendingConfig = field(default_factory=TrendingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     docs: DocsConfig = field(default_factory=DocsConfig)
-    round_interval: float = defaults.ROUND_INTERVAL
+    round_interval: float | None = None
+    """Every spider's interval unless its own section sets one; None: ROUND_INTERVALS."""
     stop_timeout: float = defaults.STOP_TIMEOUT
     memory_budget: int | None = None
     logs_keep_days: int = defaults.LOGS_KEEP_DAYS
@@ -216,12 +225,30 @@ class CollectorConfig:
     """Seconds between the runner's catalog builds; 0 = never."""
     health: HealthConfig = field(default_factory=HealthConfig)
     autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)
+    items_keep_days: int | None = None
+    """Compressed segments already in the catalog and older than this are removed by the
+    catalog build; None (the default): items are kept forever."""
+    metrics_dir: Path | None = None
+    """Where the runner writes hubcollect.prom (node_exporter's textfile collector); None:
+    {data_dir}/state/metrics."""
     source: str | None = None  # the file it came from, None for the built-in defaults
 
     def spider(self, name: str) -> SpiderConfig:
         if name not in SPIDER_NAMES:
             raise KeyError(name)
         return getattr(self, name)
+
+    def round_interval_of(self, name: str) -> float:
+        """Seconds between ``name``'s rounds: its own, else the global, else its default."""
+        own = self.spider(name).round_interval
+        if own is not None:
+            return own
+        return self.round_interval if self.round_interval is not None else ROUND_INTERVALS[name]
+
+    @property
+    def shortest_round_interval(self) -> float:
+        """The most often any spider runs a round (how stale the runner's status may get)."""
+        return min(self.round_interval_of(name) for name in SPIDER_NAMES)
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -493,8 +520,11 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
         "catalog_interval": r.duration,
         "health": lambda path, value: _section(r, path, value, HealthConfig, {
             "failed_rounds": lambda path, value: r.integer(path, value, 1),
-            "max_round": _optional(r.positive_duration)}),
+            "max_round": _optional(r.positive_duration),
+            "disk_days_left": lambda path, value: r.number(path, value, 0)}),
         "autoscale": lambda path, value: _autoscale(r, path, value),
+        "metrics_dir": _optional(data_dir),
+        "items_keep_days": _optional(lambda path, value: r.integer(path, value, 1)),
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")
@@ -553,7 +583,8 @@ def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:
 
 def _common(r: _Reader) -> dict[str, Handler]:
     """The keys every spider section takes."""
-    return {"weight": lambda path, value: r.integer(path, value, 0), "settings": r.settings}
+    return {"weight": lambda path, value: r.integer(path, value, 0), "settings": r.settings,
+            "round_interval": r.duration}
 
 
 def _trending(r: _Reader, path: str, value: Any) -> TrendingConfig:

@@ -35,8 +35,13 @@ GITHUB_WEB_MIN_INTERVAL = 2.0
 """Seconds between two trending-page requests of all workers together."""
 GITHUB_RATE_LIMITS = None
 """resource → scraper.config.RateLimit: the first guess until GitHub's headers are seen."""
-ROUND_INTERVAL = 60.0
-"""Seconds between a worker's rounds (the runner's); the cluster's cooldown between rounds."""
+ROUND_INTERVALS = {"trending": 3600.0, "search": 3600.0, "docs": 21600.0}
+"""Seconds between a spider's rounds when neither ``spiders.<name>.round_interval`` nor the
+global ``round_interval`` is set (README "Cadence": trending lists change a few times a day,
+search answers cost budget and change slowly, docs pages come back after ``refresh_after``);
+the add-on sets each spider's resolved value, which is the cluster's cooldown between rounds."""
+ROUND_INTERVAL = 3600.0
+"""The shortest of them: the fallback cooldown of a spider missing from ROUND_INTERVALS."""
 
 # --- the runner's own defaults (config keys no Scrapy component reads) ----------------------------
 STOP_TIMEOUT = 20.0  # seconds a worker has to end its round after SIGTERM
@@ -195,6 +200,13 @@ ITEM_PIPELINES = {
 ITEMSTORE_ENABLED = True
 """False (``-s ITEMSTORE_ENABLED=0``): this run writes nothing under data/items/, its items go
 to the feeds (``-o out.csv``) only: an export that leaves the collection as it was."""
+ITEMSTORE_SEGMENT_SECONDS = 3600
+"""A spider-shard's rounds append to one segment, closed at the first round's end past this
+boundary (aligned to UTC; 86400 = daily): files grow with hours, not rounds. 0: a file per round."""
+ITEMSTORE_SEGMENT_BYTES = 256 * 1024 * 1024
+"""A segment also closes once it holds this much (bounds one catalog load and one file)."""
+ITEMSTORE_COMPRESS = ""
+"""``gzip``: a segment is stored as ``.jsonl.gz`` once closed (catalog and ``zcat`` read it)."""
 TRENDING_MAX_ROWS = 100
 """Rows kept per trending page (GitHub serves 25); more is a bad response, counted and logged."""
 TRENDING_MAX_ELEMENTS = 30_000

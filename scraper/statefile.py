@@ -124,6 +124,7 @@ class WorkerRecord:
     # Kept across rounds and runner restarts: each round starts from the previous file's.
     items_total: int = 0  # items stored by this spider-shard, this round included
     failed_rounds: int = 0  # rounds in a row that sent requests and got no ok answer
+    last_ok_at: float | None = None  # wall clock of the latest answer carrying data, any round
     version: int = STATE_VERSION
 
     def is_round_of(self, round_pid: int | None) -> bool:

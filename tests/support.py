@@ -22,6 +22,9 @@ FAST_SETTINGS = {
     "AUTOTHROTTLE_ENABLED": False,
     "DOWNLOAD_DELAY": 0,
     "RETRY_TIMES": 2,
+    # A closed file per round, which most tests read right after it; tests/test_segments.py and
+    # the kill test run the default, hourly-style segments.
+    "ITEMSTORE_SEGMENT_SECONDS": 0,
 }
 
 

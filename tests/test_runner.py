@@ -229,6 +229,11 @@ def test_second_runner_is_refused_and_status_shows_workers(
         assert text.returncode == 0
         assert "\ndocs 0/2 " in text.stdout and "\ndocs 1/2 " in text.stdout
         assert "workers up" in text.stdout
+        # The same counters for node_exporter, rewritten at every status write.
+        prom = collector.data_dir / "state" / "metrics" / "hubcollect.prom"
+        metrics = wait_for(lambda: prom.exists() and prom.read_text(), 10, "the metrics file")
+        assert "hubcollect_runner_up 1\n" in metrics and metrics.endswith("# EOF\n")
+        assert 'hubcollect_shard_rounds{spider="docs",shard="1/2"} ' in metrics
 
         # `stop` ends the runner through its pidfile
         stopped = collector.runner("stop")

@@ -174,5 +174,6 @@ def test_part_file_left_by_a_kill_is_recovered_at_next_start(collector: Collecto
         assert data.endswith(b"\n")
         for line in data.decode("utf-8").splitlines():
             json.loads(line)
-    assert "recovered 2 whole lines" in collector.log("docs")
+    assert (f"recovered {part.name}: kept its {len(''.join(whole).encode())} bytes of whole "
+            f"lines, cut {len(torn)} torn bytes") in collector.log("docs")
     assert not list(items_dir.glob("docs-0of1-*.part"))

@@ -1,7 +1,8 @@
 """``python -m runner catalog``: load closed item files into ``{data_dir}/catalog.sqlite``.
 
 * **Incremental**: only files not yet in ``loaded_files`` are read; a re-run adds nothing.
-* **Safe beside the collector**: only closed ``.jsonl`` files are read (never a ``.part``);
+* **Safe beside the collector**: only closed ``.jsonl``/``.jsonl.gz`` files are read (never an
+  open segment's ``.part``);
   a closed file is never written again.
 * **Crash-safe**: each file is one transaction that also records the file as loaded, so a kill
   mid-build leaves the catalog as it was after the last whole file (readers keep using it, WAL)
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import os
 import sqlite3
 import sys
@@ -46,6 +48,8 @@ from scraper.layout import DataLayout
 PROG = f"{RUNNER} catalog"
 CHUNK = 2000
 """Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
+CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
+"""Closed item files (segments, or a round's file in older data dirs); never ``.part``."""
 WARNINGS_PER_FILE = 5
 """Bad lines named one by one in a file; the rest are counted in one more line."""
 
@@ -98,11 +102,14 @@ class BuildResult:
     bad_lines: int = 0
     seconds: float = 0.0
     busy: bool = False  # another build held the lock: this one did nothing
+    removed: int = 0  # compressed segments removed (items_keep_days)
 
     def describe(self, path: Path) -> str:
         if self.busy:
             return f"catalog: another build is running on {path}; nothing done"
         bad = f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
+        if self.removed:
+            bad += f", {self.removed:,} old compressed segments removed"
         return (f"catalog: {self.files:,} new files, {self.lines:,} lines{bad} in "
                 f"{self.seconds:.1f} s -> {path}")
 
@@ -154,6 +161,8 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
             result.lines += lines
             result.bad_lines += bad
         _take_samples(conn, layout)
+        if config is not None and config.items_keep_days:
+            result.removed = remove_loaded_segments(conn, layout, config.items_keep_days)
         if config is not None:
             from runner.dataset.docsfeeds import write_docs_feeds
             from runner.dataset.feeds import write_feeds
@@ -186,18 +195,41 @@ def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
     for spider_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         with os.scandir(spider_dir) as entries:
             for entry in entries:
-                if not entry.name.endswith(".jsonl") or not entry.is_file():
+                if not entry.name.endswith(CLOSED_SUFFIXES) or not entry.is_file():
                     continue
                 rel = f"{spider_dir.name}/{entry.name}"
-                if conn.execute("SELECT 1 FROM loaded_files WHERE path = ?",
-                                (rel,)).fetchone() is None:
+                # A file gzipped after it was loaded (by the user, by hand) is the same file.
+                names = (rel, rel.removesuffix(".gz"))
+                if conn.execute("SELECT 1 FROM loaded_files WHERE path IN (?, ?)",
+                                names).fetchone() is None:
                     found.append((rel, Path(entry.path)))
     found.sort()
     return found
 
 
+def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
+                           now: float | None = None) -> int:
+    """Remove ``.jsonl.gz`` segments the catalog holds that are older than ``keep_days``.
+
+    Only compressed ones (the user chose to keep items small) and only once loaded: what the
+    catalog has not read is never removed, and the catalog's own history never goes.
+    """
+    cutoff = (time.time() if now is None else now) - keep_days * 86400
+    removed = 0
+    for rel, in conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'"):
+        path = layout.items_root / rel
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
+
+
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    with open(path, "rb") as handle:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as handle:
         yield from enumerate(handle, 1)
 
 

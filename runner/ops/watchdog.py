@@ -33,8 +33,10 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from runner.argtypes import add_min_workers
+from runner.ops.growth import outlook
 from runner.ops.joblock import exclusive_or_skip
 from runner.ops.liveness import CONFIRM_TIMEOUT, Clocks, Verdict, assess, next_status
 from runner.ops.notify import log_to_runner_log, say
@@ -62,7 +64,7 @@ from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
 from scraper.settings import REDIS_KEY_PREFIX
 from scraper.statefile import read_worker
-from scraper.units import counted
+from scraper.units import counted, format_size
 
 
 def register(parser: argparse.ArgumentParser,
@@ -117,6 +119,7 @@ def _watch_box(args: argparse.Namespace, config: CollectorConfig) -> int:
         with exclusive_or_skip(layout.watchdog_lock) as mine:
             if not mine:
                 return 0  # another watchdog run is on it
+            _judge_disk(layout, config)
             return _check(status, launch, layout, config, args.min_workers)
     except OSError as exc:
         return usage_error(f"watchdog: {exc}")
@@ -163,7 +166,7 @@ def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
     """Say once when a spider's unhealth begins and once when it ends; restart for a hang."""
     mono = time.monotonic()
     shards = [shard_health(slot, read_worker(layout.workers_state_dir / f"{slot.slug}.json"),
-                           config.health, config.round_interval, mono)
+                           config.health, config.round_interval_of(slot.spider), mono)
               for slot in status.workers]
     current = unhealthy_spiders(shards, config.health.failed_rounds)
     memory = read_health_memory(layout.health_memory)
@@ -174,7 +177,7 @@ def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
     ended = [spider for spider in memory.reported if spider not in current]
     hung = any(kind == "hung" for kind, _ in changed)
     write_health_memory(layout.health_memory, HealthMemory(
-        {spider: kind for spider, (kind, _) in current.items()}))
+        {spider: kind for spider, (kind, _) in current.items()}, memory.disk_warned))
     if ended:
         _say_and_log(config, layout, logging.INFO, f"collector recovered: {', '.join(ended)}")
     if hung:
@@ -184,6 +187,26 @@ def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
         _say_and_log(config, layout, logging.WARNING,
                      f"collector unhealthy: {'; '.join(begun)}")
     return 0
+
+
+def _judge_disk(layout: DataLayout, config: CollectorConfig) -> None:
+    """One line when the data disk will be full within ``health.disk_days_left`` days at the
+    measured growth, and nothing more until it is no longer so."""
+    limit = config.health.disk_days_left
+    if not limit or not layout.root.is_dir():
+        return
+    disk = outlook(layout)
+    low = disk.days_left is not None and disk.days_left < limit
+    memory = read_health_memory(layout.health_memory)
+    if low == memory.disk_warned:
+        return
+    write_health_memory(layout.health_memory, replace(memory, disk_warned=low))
+    if low:
+        assert disk.per_day is not None and disk.free_bytes is not None
+        _say_and_log(config, layout, logging.WARNING,
+                     f"collector disk: full in {disk.days_left:.1f} days ("
+                     f"{format_size(disk.free_bytes)} free, data grows "
+                     f"{format_size(int(disk.per_day))}/day)")
 
 
 def _say_and_log(config: CollectorConfig, layout: DataLayout, level: int, line: str) -> None:

@@ -86,7 +86,8 @@ class DistributedSpider(RedisMixin):
         spider.keys = Keys.from_settings(settings)
         spider.round = get_round(spider.link, spider.keys, spider.name)
         spider.round.busy_ttl = settings.getfloat("DISTRIBUTED_LEASE")
-        spider.cooldown = settings.getfloat("ROUND_INTERVAL")
+        spider.cooldown = float(settings.getdict("ROUND_INTERVALS").get(
+            spider.name, settings.getfloat("ROUND_INTERVAL")))
         spider._wake_call = None
         return spider
 

@@ -96,6 +96,7 @@ class WorkerState:
         requests = stats.get("downloader/request_count", 0)
         ok = ok_answers(stats)
         failed_rounds = self.earlier.failed_rounds
+        now = time.time()
         if ok:
             failed_rounds = 0  # data flows again, whether or not the round has ended
         elif self.finished is not None and requests:
@@ -112,7 +113,7 @@ class WorkerState:
             shard=str(spider.shard),
             pid=os.getpid(),
             started_at=self.started_at,
-            updated_at=time.time(),
+            updated_at=now,
             finished=self.finished,
             items=items,
             dropped=stats.get("item_dropped_count", 0),
@@ -134,6 +135,7 @@ class WorkerState:
             drift=drift_reason,
             items_total=self.earlier.items_total + items,
             failed_rounds=failed_rounds,
+            last_ok_at=now if ok else self.earlier.last_ok_at,
         )
 
     def write(self) -> None:
