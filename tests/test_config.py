@@ -30,7 +30,8 @@ INVALID = [
     ("unknown-top-key", "colour: blue\n", "colour", None, "expected one of data_dir, github"),
     ("unknown-nested-key", "spiders:\n  trending:\n    langs: [python]\n",
      "spiders.trending.langs", None,
-     "expected one of weight, languages, periods, spoken_languages, archive_retention, round_interval, settings"),
+     "expected one of weight, languages, periods, spoken_languages, archive_retention, "
+     "round_interval, settings"),
     ("unknown-spider", "spiders:\n  stars: {}\n", "spiders.stars", None,
      "expected one of trending, search, docs"),
     ("unknown-github-key", "github:\n  token: abc\n", "github.token", None, "token_env"),

@@ -11,18 +11,26 @@ was (one transaction); the next connect migrates it again.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from itertools import groupby
+from typing import Protocol
 
 from runner.dataset.trending import page_hash
+
+
+class TableLike(Protocol):
+    def ddl(self) -> str: ...
+
 
 _OLD_ORDER = "ORDER BY period, trending_language, observed_at, rank"
 
 
-def migrate(conn: sqlite3.Connection) -> None:
-    """Bring ``conn``'s catalog to the current schema; a new or current one is left alone."""
-    from runner.dataset.schema import SCHEMA_VERSION, TABLE_BY_NAME
-
-    if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+def migrate(conn: sqlite3.Connection, schema_version: int,
+            tables: Mapping[str, TableLike]) -> None:
+    """Bring ``conn``'s catalog to ``schema_version`` (whose tables are ``tables``, by name); a
+    new or current one is left alone. The schema module passes both in, so this module needs
+    no import of it."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= schema_version:
         return
     kinds = dict(conn.execute("SELECT name, type FROM sqlite_master"))
     if kinds.get("trending_observations") != "table":
@@ -31,20 +39,20 @@ def migrate(conn: sqlite3.Connection) -> None:
     try:
         for name in ("trending_lists", "trending_fetches", "trending_pages",
                      "trending_page_rows"):
-            conn.execute(TABLE_BY_NAME[name].ddl())
+            conn.execute(tables[name].ddl())
         _regroup_observations(conn)
         conn.execute("DROP INDEX IF EXISTS observations_by_time")
         conn.execute("DROP TABLE trending_observations")
         if "trending_history" in kinds:
             conn.execute("ALTER TABLE trending_history RENAME TO trending_history_v1")
             conn.execute("DROP INDEX IF EXISTS history_by_first_seen")
-            conn.execute(TABLE_BY_NAME["trending_history"].ddl())
+            conn.execute(tables["trending_history"].ddl())
             conn.execute(
                 "INSERT INTO trending_history SELECT full_name, period, trending_language, '', "
                 "first_seen, last_seen, observations, best_rank, stars_first, stars_last "
                 "FROM trending_history_v1")
             conn.execute("DROP TABLE trending_history_v1")
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute(f"PRAGMA user_version={schema_version}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

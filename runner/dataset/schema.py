@@ -11,6 +11,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.dataset.migrate import migrate
+
 
 @dataclass(frozen=True, slots=True)
 class Table:
@@ -206,9 +208,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA cache_size=-16000")  # 16 MB: bounded memory on a 2 GB box
     conn.execute("PRAGMA temp_store=FILE")
-    from runner.dataset.migrate import migrate
-
-    migrate(conn)
+    migrate(conn, SCHEMA_VERSION, TABLE_BY_NAME)
     for table in TABLES:
         conn.execute(table.ddl())
     for index in INDEXES:
