@@ -17,7 +17,7 @@ from typing import Any
 
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
-from scraper.statefile import write_atomic
+from scraper.statefile import private_dirs, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +98,9 @@ def render_metrics(status: dict[str, Any]) -> str:
 
 
 def write_textfile(directory: Path, text: str) -> Path:
-    """Atomically, so the collector never reads half a file."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Atomically, so the collector never reads half a file; a directory it makes is private
+    like the rest of state/ (a metrics_dir that exists keeps its owner's mode)."""
+    private_dirs(directory)
     path = directory / TEXTFILE_NAME
     write_atomic(path, text)
     return path

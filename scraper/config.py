@@ -509,7 +509,8 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
         "data_dir": data_dir,
         "github": lambda path, value: _github(r, path, value),
         "spiders": spiders,
-        "round_interval": r.duration,
+        # null (the resolved record of a config that sets none): each spider's own default
+        "round_interval": _optional(r.duration),
         "stop_timeout": r.duration,
         "memory_budget": _optional(r.size),
         "logs_keep_days": lambda path, value: r.integer(path, value, 1),
@@ -584,7 +585,7 @@ def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:
 def _common(r: _Reader) -> dict[str, Handler]:
     """The keys every spider section takes."""
     return {"weight": lambda path, value: r.integer(path, value, 0), "settings": r.settings,
-            "round_interval": r.duration}
+            "round_interval": _optional(r.duration)}
 
 
 def _trending(r: _Reader, path: str, value: Any) -> TrendingConfig:

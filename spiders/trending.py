@@ -100,10 +100,11 @@ class TrendingSpider(CollectorSpider):
         # again, and the snapshot below names a body that exists.
         self.archive.put(page, response.body)
         if not rows:
-            self.crawler.stats.inc_value("trending/empty_pages")
             note_empty_listing(self.crawler.stats, response.url)
-            self.logger.error("trending page parsed to zero rows: %s (status %d)",
-                              response.url, response.status)
+            if cut is None:  # a cut page has had its one ERROR line above
+                self.crawler.stats.inc_value("trending/empty_pages")
+                self.logger.error("trending page parsed to zero rows: %s (status %d)",
+                                  response.url, response.status)
             return
         if drift:
             self.crawler.stats.inc_value("trending/drift_pages")
