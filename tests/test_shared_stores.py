@@ -20,8 +20,9 @@ import pytest
 from tests.support import Collector
 from tests.test_faults_stores import rows
 
-SUMMARY = re.compile(r"^docs (\d+/\d+): (\d+) pages, (\d+) new items, (\d+) skipped as "
-                     r"collected, (\d+) duplicates dropped \((.+)\)$", re.MULTILINE)
+# The summary line counts one in the singular ("1 page", "1 duplicate dropped").
+SUMMARY = re.compile(r"^docs (\d+/\d+): (\d+) pages?, (\d+) new items?, (\d+) skipped as "
+                     r"collected, (\d+) duplicates? dropped \((.+)\)$", re.MULTILINE)
 PAGE = re.compile(r"^/site\d+/(page\d+\.html|index\.html|flaky\.html|moved\.html|)$")
 
 
