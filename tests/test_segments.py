@@ -124,11 +124,15 @@ def test_gzip_killed_after_rename_leaves_one_copy(tmp_path: Path) -> None:
 
 
 RECOVER = """
-import resource, sys
+import sys
 from pathlib import Path
 from pipelines.segments import cut_torn_tail
 kept, torn = cut_torn_tail(Path(sys.argv[1]))
-print(kept, torn, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+# VmHWM is this process's own peak; ru_maxrss is not: Linux carries the parent's high-water
+# mark across the exec, so it would report pytest's peak (hundreds of MB after a long run).
+status = open("/proc/self/status").read().splitlines()
+peak_kb = next(int(row.split()[1]) for row in status if row.startswith("VmHWM:"))
+print(kept, torn, peak_kb // 1024)
 """
 
 
