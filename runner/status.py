@@ -16,6 +16,7 @@ from scraper.budget.limits import ANONYMOUS, identity_for_token, identity_label
 from scraper.config import CollectorConfig
 from scraper.diskspace import data_size
 from scraper.layout import DataLayout
+from scraper.searchround import incomplete_note
 from scraper.statefile import WorkerRecord, read_worker
 from scraper.units import format_duration, format_size
 from scraper.urlmask import is_masked
@@ -141,7 +142,9 @@ def iso_times(value: Any, key: str = "") -> Any:
 def progress_note(stats: dict[str, Any]) -> str | None:
     """How far a worker's round has got, where its spider says (search: ``slice 12/31``)."""
     total = stats.get("search/slices_total")
-    return f"slice {stats.get('search/slice_index', 0)}/{total}" if total else None
+    note = incomplete_note(stats)
+    progress = f"slice {stats.get('search/slice_index', 0)}/{total}" if total else None
+    return ", ".join(filter(None, (progress, note))) or None
 
 
 def in_use(rows: list[dict[str, Any]], identity: str) -> list[dict[str, Any]]:

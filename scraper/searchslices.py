@@ -148,6 +148,7 @@ def parse_query(query: str) -> SlicedQuery:
 class Slice:
     stars: Range
     created: Range | None = None
+    capped: bool = False  # holds more than the cap and cannot be cut: its first 1000 only
 
     def qualifiers(self) -> str:
         parts = [f"stars:{_stars_text(self.stars)}"]
@@ -161,13 +162,15 @@ class Slice:
 
     def to_json(self) -> list[int | None]:
         created = self.created or Range()
-        return [self.stars.lo, self.stars.hi, created.lo, created.hi,
+        data = [self.stars.lo, self.stars.hi, created.lo, created.hi,
                 0 if self.created is None else 1]
+        return [*data, 1] if self.capped else data
 
     @classmethod
     def from_json(cls, data: list[int | None]) -> Slice:
-        s_lo, s_hi, c_lo, c_hi, has_created = data
-        return cls(Range(s_lo, s_hi), Range(c_lo, c_hi) if has_created else None)
+        s_lo, s_hi, c_lo, c_hi, has_created, *capped = data  # plans before `capped`: 5 long
+        return cls(Range(s_lo, s_hi), Range(c_lo, c_hi) if has_created else None,
+                   capped=capped == [1])
 
 
 def _stars_text(r: Range) -> str:
@@ -265,35 +268,64 @@ def split_created(stars: Range, created: Range, total: int, now: float,
     end = created.hi if created.hi is not None else int(now) + DAY
     left, density = total, None
     lower = created.lo  # the first slice keeps the range's own (maybe open) lower end
+    # (cut, count) of a range from `start` known to hold more than the cap: a later guess stays
+    # under it, and a crowded second is found by halving towards it, never by guessing again.
+    over: tuple[int, int] | None = None
     while left > cap:
         span = end - start + 1
         if span <= 1:
             break
-        guess = TARGET / density if density else span * TARGET / left
-        cut = start + min(span - 2, max(0, int(guess) - 1))
-        best: tuple[int, int] | None = None
-        grows = 0
-        while True:
-            answer = yield Probe(Slice(stars, Range(start, cut)))
-            assert answer is not None
-            count = answer.total
-            if count <= cap:
-                best = (cut, count)
-                if count >= TARGET // 3 or grows >= MAX_GROWS or cut >= end - 1:
-                    break
-                grows += 1
-                cut = min(end - 1, start + int((cut - start + 1) * TARGET / max(count, 1)))
-            elif best is not None:
-                break
-            elif cut == start:  # one second holds more than the cap: the finest GitHub has
-                best = (cut, count)
-                break
-            else:
-                cut = max(start, min(cut - 1, start + int((cut - start + 1) * TARGET / count)))
-        cut, count = best
+        if over is not None and over[0] == start:  # one second holds more than the cap
+            best = over
+        else:
+            best = yield from _next_cut(stars, start, end, left, density, over, cap)
+            over = best[2]
+        cut, count = best[0], best[1]
         yield Final(Slice(stars, Range(lower, cut)), count, splittable=count <= cap)
         density = max(count, 1) / (cut - start + 1)
         left -= count
         start = lower = cut + 1
+        if over is not None:
+            over = (over[0], over[1] - count) if over[1] - count > cap else None
     yield Final(Slice(stars, Range(lower, created.hi)), max(left, 0),
                 splittable=end - start > 0)
+
+
+def _next_cut(stars: Range, start: int, end: int, left: int, density: float | None,
+              over: tuple[int, int] | None, cap: int
+              ) -> Generator[Probe, Answer | None, tuple[int, int, tuple[int, int] | None]]:
+    """Probe for the end of the created slice from ``start``: ``(cut, count, over)``."""
+    span = end - start + 1
+    guess = TARGET / density if density else span * TARGET / left
+    cut = start + min(span - 2, max(0, int(guess) - 1))
+    if over is not None:
+        cut = min(cut, over[0] - 1)
+    best: tuple[int, int] | None = None
+    grows = 0
+    while True:
+        answer = yield Probe(Slice(stars, Range(start, cut)))
+        assert answer is not None
+        count = answer.total
+        if count > cap:
+            over = (cut, count)
+            if best is not None:
+                if cut - best[0] <= 1:
+                    return (*best, over)
+                cut = (best[0] + cut) // 2
+            elif cut == start:  # one second holds more than the cap: the finest GitHub has
+                return cut, count, over
+            else:
+                cut = max(start, min(cut - 1, start + int((cut - start + 1) * TARGET / count)))
+            continue
+        best = (cut, count)
+        if count >= TARGET // 3 or cut >= end - 1:
+            return (*best, over)
+        if over is not None:  # between a small slice and one too big: halve the gap
+            if over[0] - cut <= 1:
+                return (*best, over)
+            cut = (cut + over[0]) // 2
+        elif grows >= MAX_GROWS:
+            return (*best, over)
+        else:
+            grows += 1
+            cut = min(end - 1, start + int((cut - start + 1) * TARGET / max(count, 1)))

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -27,6 +27,7 @@ from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
 from scraper.outcome import note_empty_listing
 from scraper.parsers.bounds import json_value_bound
+from scraper.searchround import BOUND_STAT, CAPPED_STAT, request_bound, slices_for
 from scraper.searchslices import (
     RESULTS_CAP,
     Answer,
@@ -119,6 +120,12 @@ class QueryRound:
     changed: bool = False  # the plan differs from the stored one
     broken: bool = False  # planning failed: this round's plan is not a whole partition
     stopped: bool = False  # max_results_per_query reached
+    cut: set[str] = field(default_factory=set)  # slices split this round: never split again
+    capped: set[str] = field(default_factory=set)  # slices taken as their first 1000
+    answers: dict[Probe, Answer] = field(default_factory=dict)  # a probe is asked once a round
+    sent: int = 0  # requests this round
+    bound: int = 0  # the most requests this round may send: scraper.searchround
+    bounded: bool = False  # the bound was reached
 
 
 class SearchSpider(CollectorSpider):
@@ -175,17 +182,36 @@ class SearchSpider(CollectorSpider):
             state = self.state(query)
             complete = state.parsed is not None
             plan = self._load_plan(query) if complete else None
+            state.bound = request_bound(len(plan or ()), self.per_page)
             if not plan:  # no plan yet, or the query fits: the query itself, page 1
                 state.changed = plan is None and complete
                 state.slices[""] = None
-                yield self.page_request(self.query_url(query), state, "", first=True)
-                continue
-            for piece in plan:
-                state.slices[piece.qualifiers()] = piece
-            self._progress()
-            for piece in plan:
-                yield self.slice_request(state, piece)
+                requests = [self.page_request(self.query_url(query), state, "", first=True)]
+            else:
+                for piece in plan:
+                    state.slices[piece.qualifiers()] = piece
+                self._progress()
+                requests = [self.slice_request(state, piece) for piece in plan]
+            for request in self.within_bound(state, requests):
+                yield request
         self._progress()
+
+    def within_bound(self, state: QueryRound, produced: Iterable[Any]) -> Iterator[Any]:
+        """``produced`` until the query has sent its round's bound of requests; then one line,
+        and its other requests are left for the next round."""
+        for output in produced:
+            if isinstance(output, scrapy.Request):
+                if state.sent >= state.bound:
+                    if not state.bounded:
+                        state.bounded = True
+                        self.crawler.stats.inc_value(BOUND_STAT)
+                        self.logger.warning(
+                            "search %r: stopped at this round's bound of %d requests (from "
+                            "its plan of %d slices); the rest is left for the next round",
+                            state.query, state.bound, len(state.slices))
+                    continue
+                state.sent += 1
+            yield output
 
     def _parse(self, query: str) -> SlicedQuery | None:
         try:
@@ -305,10 +331,16 @@ class SearchSpider(CollectorSpider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         state = self.state(response.meta["query"])
+        yield from self.within_bound(state, self.answer(response, state))
+
+    def answer(self, response: Response, state: QueryRound) -> Iterator[Any]:
         key = response.meta["slice"]
         if response.status == 304:
             # Unchanged since a round that collected it: no items, but later pages may differ.
             self.crawler.stats.inc_value("search/not_modified")
+            piece = state.slices.get(key or "")
+            if response.meta["first"] and piece is not None and piece.capped:
+                self.mark(state, key, None)  # as its plan says: unchanged, still past the cap
             if response.meta["first"] and key == "" and state.changed:
                 # No plan says this query fits under the cap: ask afresh for its total_count.
                 yield self.page_request(response.url, state, key, first=True, fresh=True)
@@ -328,10 +360,11 @@ class SearchSpider(CollectorSpider):
             return
         total = body.get("total_count")
         if response.meta["first"] and state.parsed is not None and isinstance(total, int):
-            if total > RESULTS_CAP and self.splittable(state, key):
+            if total > RESULTS_CAP and self.splittable(state, key) and key not in state.cut:
                 # The slice gives way to smaller ones; their pages come instead of its own.
                 yield from self.split(state, key, total)
                 return
+            self.mark(state, key, total)
             self._save(state)  # a query that fits: its plan is the query itself
         yield from self.follow_next(response, state, key)
 
@@ -402,10 +435,29 @@ class SearchSpider(CollectorSpider):
         return state.slices.get(key) or Slice(state.parsed.stars, state.parsed.created)
 
     def splittable(self, state: QueryRound, key: str) -> bool:
-        """False for one second of one star count: nothing finer can be asked for."""
+        """False for one second of one star count, or a slice this round's sweep could not
+        cut: nothing finer can be asked for."""
         piece = self.piece(state, key)
-        return not (piece.stars.single() and piece.created is not None
-                    and piece.created.single())
+        return key not in state.capped and not (
+            piece.stars.single() and piece.created is not None and piece.created.single())
+
+    def mark(self, state: QueryRound, key: str, total: int | None) -> None:
+        """Record in the plan whether slice ``key``, holding ``total`` (None: unchanged since
+        its plan said more than the cap), is past the cap; one WARNING the first time this
+        round."""
+        piece = state.slices.get(key)
+        capped = total is None or total > RESULTS_CAP
+        if capped and key not in state.capped:
+            state.capped.add(key)
+            self.crawler.stats.inc_value(CAPPED_STAT)
+            self.logger.warning("search %r: %s holds %s results and cannot be cut finer: only "
+                                "its first %d are collected (marked incomplete in its plan)",
+                                state.query, key or "the query",
+                                f"{total}" if total else f"more than {RESULTS_CAP}",
+                                RESULTS_CAP)
+        if piece is not None and piece.capped != capped:
+            state.slices[key] = replace(piece, capped=capped)
+            state.changed = True
 
     def split(self, state: QueryRound, key: str, total: int) -> Iterator[scrapy.Request]:
         """Start cutting slice ``key`` (or the whole query, ``""``) that holds ``total``."""
@@ -414,7 +466,10 @@ class SearchSpider(CollectorSpider):
         self.logger.info("search %r: %s holds %d results; slicing it", state.query,
                          key or "the query", total)
         del state.slices[key]
+        state.cut.add(key)
         state.changed = True
+        if not key:  # the query had no plan: room for the slices GitHub's count says it needs
+            state.bound = max(state.bound, request_bound(slices_for(total), self.per_page))
         self._sweep_ids += 1
         state.sweeps[self._sweep_ids] = resplit(piece, total, time.time())
         yield from self._follow_sweep(state, self._sweep_ids, None)
@@ -425,9 +480,12 @@ class SearchSpider(CollectorSpider):
         sweep = state.sweeps[sweep_id]
         try:
             step = sweep.send(answer)
-            while isinstance(step, Final):
-                yield from self._settle(state, step)
-                step = next(sweep)
+            while isinstance(step, Final) or step in state.answers:
+                if isinstance(step, Final):
+                    yield from self._settle(state, step)
+                    step = next(sweep)
+                else:  # asked already this round: its answer stands
+                    step = sweep.send(state.answers[step])
         except StopIteration:
             del state.sweeps[sweep_id]
             self._save(state)
@@ -439,16 +497,22 @@ class SearchSpider(CollectorSpider):
         key = final.slice.qualifiers()
         state.slices[key] = final.slice
         if not final.splittable and final.total is not None and final.total > RESULTS_CAP:
-            self.crawler.stats.inc_value("search/unsplittable")
-            self.logger.warning("search %r: %s holds %d results and cannot be cut finer: only "
-                                "its first %d are collected", state.query, key, final.total,
-                                RESULTS_CAP)
+            self.mark(state, key, final.total)
         self._progress()
-        if not state.stopped:
+        if state.stopped:
+            return
+        if key not in state.cut:
             yield self.slice_request(state, final.slice)
+        elif final.total is None or final.total > self.per_page:
+            # The cut gave the slice back whole: its first page is in, page on from the second.
+            assert state.parsed is not None
+            url = self.query_url(final.slice.query(state.parsed.base), page=2)
+            yield self.page_request(url, state, key)
+        else:
+            self.slice_done(state)
 
     def _save(self, state: QueryRound) -> None:
-        if state.sweeps or state.broken or state.stopped or not state.changed:
+        if state.sweeps or state.broken or state.stopped or state.bounded or not state.changed:
             return
         plan = [piece for piece in state.slices.values() if piece is not None] or WHOLE
         try:
@@ -461,6 +525,9 @@ class SearchSpider(CollectorSpider):
 
     def parse_probe(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
         state = self.state(response.meta["query"])
+        yield from self.within_bound(state, self.probe_answer(response, state))
+
+    def probe_answer(self, response: Response, state: QueryRound) -> Iterator[scrapy.Request]:
         sweep_id, probe = response.meta["sweep"], response.meta["probe"]
         body = self.read(response, state)
         if body is None:
@@ -479,8 +546,8 @@ class SearchSpider(CollectorSpider):
             self.logger.error("search %r: no total_count at %s", state.query, response.url)
             self._abandon(state, sweep_id, probe)
             return
-        yield from self._follow_sweep(state, sweep_id,
-                                      Answer(total, top if isinstance(top, int) else None))
+        state.answers[probe] = Answer(total, top if isinstance(top, int) else None)
+        yield from self._follow_sweep(state, sweep_id, state.answers[probe])
 
     def probe_failed(self, failure: Failure) -> None:
         request = failure.request

@@ -21,6 +21,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 
 from scraper.outcome import stats_problem
+from scraper.searchround import incomplete_note
 from scraper.units import counted
 
 
@@ -51,11 +52,12 @@ def summary_line(crawler: Crawler, reason: str) -> str:
     where = _short(written) if written else "nothing new written"
     ended = "" if reason == "finished" else f", ended: {reason}"
     problem = stats_problem(stats.get_stats())  # type: ignore[union-attr]
+    incomplete = incomplete_note(stats.get_stats())  # type: ignore[union-attr]
     pages = n("response_received_count") - n("robotstxt/response_count")
     return (f"{label}: {counted(pages, 'page')}, {counted(n('item_scraped_count'), 'new item')}, "
             f"{n('deltafetch/skipped')} skipped as collected, "
             f"{counted(n('contenthash/dropped'), 'duplicate')} dropped{ended} ({where})"
-            + (f"; {problem}" if problem else ""))
+            + (f"; {problem}" if problem else "") + (f"; {incomplete}" if incomplete else ""))
 
 
 def _short(path: str) -> str:

@@ -20,7 +20,7 @@ import re
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -177,6 +177,9 @@ def make_repo(pool_index: int, generation: int) -> Repo:
 
 LONGTAIL_RE = re.compile(r"(?<!\S)longtail(\d*)(?!\S)")
 LONGTAIL_DEFAULT = 4000
+CLONES_RE = re.compile(r"(?<!\S)clones(\d+)(?!\S)")
+CLONE_STARS = 7
+CLONE_CREATED = 1_600_000_000  # 2020-09-13T12:26:40Z: one script made them all in one second
 
 
 def total_for(q: str) -> int:
@@ -189,6 +192,8 @@ def total_for(q: str) -> int:
         return 5000
     if match := LONGTAIL_RE.search(q):
         return int(match.group(1) or LONGTAIL_DEFAULT)
+    if match := CLONES_RE.search(q):
+        return int(match.group(1))
     return 250
 
 
@@ -267,7 +272,7 @@ SORT_KEYS: dict[str, Callable[[Repo], int]] = {
 def search_results(q: str, generation: int, sort: str, order: str) -> tuple[Repo, ...]:
     """Every repository the free text ``q`` matches, in the order asked for."""
     total = total_for(q)
-    if LONGTAIL_RE.search(q):
+    if LONGTAIL_RE.search(q) or CLONES_RE.search(q):
         # Repositories of their own (ids beyond the shared pool), so a test can count them.
         start = POOL_SIZE + (zlib.crc32(q.encode()) % 97) * 100_000
         indices = list(range(start, start + total))
@@ -275,6 +280,9 @@ def search_results(q: str, generation: int, sort: str, order: str) -> tuple[Repo
         rng = random.Random(zlib.crc32(q.encode()))
         indices = rng.sample(range(POOL_SIZE), min(total, POOL_SIZE))
     repos = [make_repo(i, generation) for i in indices]
+    if CLONES_RE.search(q):
+        # Same stars, same creation second: no stars:/created: slice can cut them apart.
+        repos = [replace(r, stars=CLONE_STARS, created=CLONE_CREATED) for r in repos]
     key = SORT_KEYS.get(sort)
     if key is None:
         # Best match: the sampled order is the relevance order; GitHub ignores `order` here.
