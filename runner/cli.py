@@ -182,9 +182,12 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     layout = DataLayout(config.data_dir)
     try:
-        redis_url = _distributed_mode(config)
+        redis_url = _distributed_mode(config, once=args.once)
     except UsageError as exc:
         return usage_error(str(exc))
+    except RedisAway as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
     plan = make_plan(config, args.workers, args.spiders, shared_queue=bool(redis_url))
     print(plan.describe(), flush=True)
     if plan.total == 0:
@@ -237,9 +240,15 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         pidfile.release()
 
 
-def _distributed_mode(config: CollectorConfig) -> str | None:
+class RedisAway(Exception):
+    """``--once`` with its Redis unreachable: the message is the one line the user sees."""
+
+
+def _distributed_mode(config: CollectorConfig, *, once: bool = False) -> str | None:
     """The Redis URL (config.redis_url: ``--redis-url``, else $COLLECTOR_REDIS_URL, else the
-    file's), which the workers get with the config object; None: one machine."""
+    file's), which the workers get with the config object; None: one machine. A collector
+    that runs forever waits out an outage; ``--once`` (one round, then an exit status a cron
+    job reads) raises :class:`RedisAway` rather than wait for a Redis that may never come."""
     import importlib.util
 
     url = config.redis_url
@@ -253,6 +262,9 @@ def _distributed_mode(config: CollectorConfig) -> str | None:
     try:
         client.ping()
     except Exception as exc:  # workers wait for it; say so once, here
+        if once:
+            raise RedisAway(f"Redis {mask(url)} is not reachable ({exc}): --once runs no round "
+                            "without it") from None
         print(f"{PROG}: warning: Redis {mask(url)} is not reachable now ({exc}); the workers "
               "wait for it", file=sys.stderr)
     finally:
