@@ -75,6 +75,7 @@ class RunnerRecord:
     concurrency: int | None = None  # workers that may crawl at once now (runner/autoscale.py)
     concurrency_range: list[int] | None = None  # its minimum and maximum
     cpu_ratio: float | None = None  # the machine's CPU use it was judged on (0–1)
+    github_identity: str | None = None  # whose GitHub budget it spends: a label, never a token
 
     def launch(self) -> RunnerLaunch:
         return RunnerLaunch(self.command, self.cwd, self.config, self.once)

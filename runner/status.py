@@ -87,8 +87,11 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     if data_bytes is None:
         data_bytes = data_size(layout.root) if layout.root.exists() else 0
     disk = outlook(layout, data_bytes)
+    others = other_shards(layout, {w["slug"] for w in workers})
     totals = {
-        "items": sum(w["items_total"] for w in workers),
+        "items": sum(w["items_total"] for w in workers) + sum(others.values()),
+        # Shards on disk that this plan does not run (an earlier --workers): slug → items.
+        "items_other_plans": others,
         "data_bytes": disk.data_bytes,
         "disk_free_bytes": disk.free_bytes,
         "growth_per_day_bytes": None if disk.per_day is None else int(disk.per_day),
@@ -96,8 +99,10 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
         "workers_up": up,
         "workers_planned": status.runner.planned if recorded else len(workers),
     }
-    identity = identity_label(identity_for_token(
-        config.github.token.reveal() if config.github.token else None))
+    # The runner's own identity, whatever token this shell has; the config's when it never ran.
+    identity = (recorded.runner.github_identity if recorded and recorded.runner.github_identity
+                else identity_label(identity_for_token(
+                    config.github.token.reveal() if config.github.token else None)))
     from runner.dataset.fidelity import catalog_fidelity
 
     result = {"runner": runner, "workers": workers, "totals": totals,
@@ -119,6 +124,10 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
 
             result["budget"] = in_use(rows_from_buckets(result["cluster"]["budget"],
                                                         time.time()), identity)
+        else:  # the budget lives in that Redis: this machine's file says nothing about it
+            result["budget"] = []
+            result["budget_unknown"] = (f"unknown: Redis {result['cluster']['url']} is not "
+                                        "reachable")
     return result
 
 
@@ -137,6 +146,19 @@ def iso_times(value: Any, key: str = "") -> Any:
             and not isinstance(value, bool)):
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(value))
     return value
+
+
+def other_shards(layout: DataLayout, planned: set[str]) -> dict[str, int]:
+    """Items of each shard with a state file on disk that ``planned`` (slugs) does not run."""
+    directory = layout.workers_state_dir
+    found = {}
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
+        if path.stem in planned:
+            continue
+        record = read_worker(path)
+        if record is not None and record.items_total:
+            found[path.stem] = record.items_total
+    return found
 
 
 def progress_note(stats: dict[str, Any]) -> str | None:
@@ -225,8 +247,14 @@ def render_status(status: dict[str, Any]) -> str:
             lines.append(f"    {note}")
     lines.append(f"total: {totals['items']} items, data {format_size(totals['data_bytes'])}, "
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
+    if others := totals.get("items_other_plans"):
+        lines.append(f"  of them {sum(others.values())} from shards this plan does not run: "
+                     + ", ".join(others))
     lines.append(fit(render_disk(totals)))
-    lines += render_budget(status.get("budget") or [])
+    if status.get("budget_unknown"):
+        lines.append(f"github budget: {status['budget_unknown']}")
+    else:
+        lines += render_budget(status.get("budget") or [])
     if status.get("docs_fidelity"):
         from runner.dataset.fidelity import SiteFidelity
 

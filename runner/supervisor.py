@@ -50,6 +50,7 @@ from runner.state import (
 from runner.usage import PROG
 from runner.worker import run_worker
 from scraper.addon import use_config
+from scraper.budget.limits import identity_for_token, identity_label
 from scraper.config import CollectorConfig, ConfigError
 from scraper.diskspace import (
     DISK_FULL_EXIT,
@@ -548,6 +549,12 @@ class Supervisor:
         except OSError as exc:
             logger.warning("cannot write %s: %s", self.layout.runner_launch, exc)
 
+    @property
+    def github_identity(self) -> str:
+        """The label of the identity the workers' GitHub requests go out as."""
+        token = self.config.github.token
+        return identity_label(identity_for_token(token.reveal() if token else None))
+
     def status_record(self) -> StatusFile:
         wall, mono = time.time(), time.monotonic()
         launch = self._launch()
@@ -565,7 +572,7 @@ class Supervisor:
             redis=self.beacon.state if self.beacon else None,
             concurrency=self.pool.desired, concurrency_range=[self.pool.minimum,
                                                               self.pool.maximum],
-            cpu_ratio=self.pool.cpu_ratio)
+            cpu_ratio=self.pool.cpu_ratio, github_identity=self.github_identity)
         return StatusFile(runner, [state.record(wall, mono) for state in self.slots])
 
     def _write_status(self, force: bool = False) -> None:
