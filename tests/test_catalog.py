@@ -20,6 +20,7 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,8 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> Any:
 # memusage check (MEMUSAGE_LIMIT_MB) counts against the crawl.
 READ_PARQUET = """
 import json, sys, pyarrow.parquet as pq
-print(json.dumps([list(row.values()) for row in pq.read_table(sys.argv[1]).to_pylist()]))
+print(json.dumps([list(row.values()) for row in pq.read_table(sys.argv[1]).to_pylist()],
+                 default=lambda moment: moment.isoformat()))
 """
 VERIFY_PNG = """
 import json, sys
@@ -372,9 +374,11 @@ def test_export_row_counts_equal_table_counts(built: Collected, tmp_path: Path,
             count = len(rows)
             if table == "trending_observations":  # reads back to exactly the table
                 got = [tuple(row) for row in rows]
-                assert got == conn.execute(
-                    "SELECT * FROM trending_observations ORDER BY period, trending_language, "
-                    "observed_at, rank").fetchall()
+                assert got == [  # observed_at a timestamp[us, UTC]
+                    (datetime.fromisoformat(row[0]).isoformat(), *row[1:])
+                    for row in conn.execute(
+                        "SELECT * FROM trending_observations ORDER BY period, "
+                        "trending_language, observed_at, rank").fetchall()]
         assert count == expected and expected > 0, (table, count, expected)
 
 

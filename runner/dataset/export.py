@@ -19,7 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,10 @@ PROG = f"{RUNNER} export"
 FORMATS = ("csv", "parquet", "jsonl", "llms")
 BATCH = 10_000
 PARQUET_HINT = "--format parquet needs pyarrow: pip install -e '.[export]'"
+
+
+class ExportError(ValueError):
+    """A catalog cell the export cannot write as its type: the message is the one line."""
 
 
 def register(parser: argparse.ArgumentParser,
@@ -83,7 +87,11 @@ def cmd_export(args: argparse.Namespace, config: CollectorConfig) -> int:
             path, rows = export_table(conn, table, args.format, out)
             print(f"{table}: {rows:,} rows -> {path}")
 
-    return read_into(DataLayout(config.data_dir), Path(args.out), PROG, work)
+    try:
+        return read_into(DataLayout(config.data_dir), Path(args.out), PROG, work)
+    except ExportError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
 
 
 def cmd_export_llms(args: argparse.Namespace, config: CollectorConfig) -> int:
@@ -114,7 +122,11 @@ def export_table(conn: Any, table: str, fmt: str, out: Path) -> tuple[Path, int]
     tmp = path.with_name(f".{path.name}.tmp")
     columns = TABLE_BY_NAME[table].column_names
     writer = {"csv": _write_csv, "jsonl": _write_jsonl, "parquet": _write_parquet}[fmt]
-    rows = writer(tmp, table, columns, _batches(conn, table))
+    try:
+        rows = writer(tmp, table, columns, _batches(conn, table))
+    except ExportError:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     return path, rows
 
@@ -155,19 +167,59 @@ def _write_jsonl(path: Path, table: str, columns: list[str],
     return rows
 
 
+MOMENT_COLUMNS = ("first_seen", "last_seen", "last_changed", "hour")
+"""Text columns holding an ISO-8601 UTC moment besides the ``*_at`` ones: Parquet gets them
+as ``timestamp[us, UTC]``, which pandas, DuckDB and Spark read as times, not strings."""
+
+LIST_COLUMNS = ("topics",)
+"""Text columns holding a JSON list of names: Parquet gets them as ``list<string>``."""
+
+
+def parquet_type(name: str, kind: str) -> Any:
+    """The Arrow type of catalog column ``name`` (SQLite type ``kind``)."""
+    import pyarrow as pa
+
+    if name.endswith("_at") or name in MOMENT_COLUMNS:
+        return pa.timestamp("us", tz="UTC")
+    if name in LIST_COLUMNS:
+        return pa.list_(pa.string())
+    return {"INTEGER": pa.int64(), "REAL": pa.float64(), "TEXT": pa.string()}[kind.split()[0]]
+
+
+def parquet_value(table: str, name: str, value: Any, kind: Any) -> Any:
+    """A catalog cell as the Python value pyarrow builds ``kind`` from; ExportError naming the
+    cell when a moment or a list is not one."""
+    import pyarrow as pa
+
+    if value is None or not isinstance(kind, pa.TimestampType | pa.ListType):
+        return value
+    try:
+        if isinstance(kind, pa.TimestampType):
+            return datetime.fromisoformat(value).astimezone(UTC)
+        names = json.loads(value)
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise ValueError("not a list of names")
+        return names
+    except (TypeError, ValueError) as exc:
+        wanted = ("an ISO-8601 time" if isinstance(kind, pa.TimestampType)
+                  else "a JSON list of names")
+        raise ExportError(f"{table}.{name}: {str(value)[:60]!r} is not {wanted} ({exc})"
+                          ) from None
+
+
 def _write_parquet(path: Path, table: str, columns: list[str],
                    batches: Iterator[list[tuple[Any, ...]]]) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    types = {"INTEGER": pa.int64(), "REAL": pa.float64(), "TEXT": pa.string()}
-    schema = pa.schema([(name, types[kind.split()[0]])
+    schema = pa.schema([(name, parquet_type(name, kind))
                         for name, kind, _ in TABLE_BY_NAME[table].columns])
     rows = 0
     with open_fresh(path, "wb") as handle, pq.ParquetWriter(handle, schema,
                                                            compression="zstd") as writer:
         for batch in batches:
-            arrays = [pa.array([row[i] for row in batch], type=field.type)
+            arrays = [pa.array([parquet_value(table, field.name, row[i], field.type)
+                                for row in batch], type=field.type)
                       for i, field in enumerate(schema)]
             writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
             rows += len(batch)
