@@ -27,6 +27,17 @@ def ContentField(hashed: Callable[[Any, scrapy.Item], Any] | None = None, *,
     return Field(content=True, hashed=hashed, unhashed_when_none=unhashed_when_none)
 
 
+ALL_LANGUAGES = ""
+"""``trending_language`` of the lists of every language, in items as in the catalog, its
+exports and feeds: the catalog keys lists by it, and SQLite keeps NULLs apart in a key."""
+
+
+def all_languages_as_before(language: Any, item: scrapy.Item) -> Any:
+    """Items of earlier versions wrote null for all languages: hashed the same, so they are
+    not taken for new content (and written again) after an upgrade."""
+    return language or None
+
+
 def site_relative_links(markdown: Any, item: scrapy.Item) -> Any:
     """Markdown with links and images into the page's own origin written from ``/``: the same
     page on a mirror host (or a test server on another port) hashes the same, as for ``url``.
@@ -66,7 +77,7 @@ class TrendingRepoItem(CollectedItem):
     forks = ContentField()
     period_stars = ContentField()
     period = ContentField()
-    trending_language = ContentField()
+    trending_language = ContentField(all_languages_as_before)
     spoken_language_code = ContentField(unhashed_when_none=True)  # None: any spoken language
     built_by = ContentField()
     rank = Field()           # position on the page: changes without the repository changing
@@ -82,7 +93,7 @@ class TrendingPageItem(CollectedItem):
     deduplicate: ClassVar[bool] = False
     observed_at = Field()    # ISO-8601 UTC with milliseconds: when this page was fetched
     period = ContentField()
-    trending_language = ContentField()
+    trending_language = ContentField(all_languages_as_before)
     spoken_language_code = ContentField(unhashed_when_none=True)  # None: any spoken language
     url = ContentField()
     rows = ContentField()    # [{rank, full_name, description, language, stars, forks,

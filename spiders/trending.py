@@ -17,7 +17,7 @@ from scrapy.utils.misc import load_object
 
 from scraper.config import trending_entries
 from scraper.drift import DRIFT_ROUNDS, drift_reason, note_drift
-from scraper.items import CollectedItem, TrendingPageItem, TrendingRepoItem
+from scraper.items import ALL_LANGUAGES, CollectedItem, TrendingPageItem, TrendingRepoItem
 from scraper.outcome import note_empty_listing
 from scraper.parsers.bounds import cut_at_elements
 from scraper.stores.archive import ArchivedPage, PageArchive, body_sha256, retention_cutoff
@@ -113,7 +113,7 @@ class TrendingSpider(CollectorSpider):
         # Written before the rows: the rows may all be dropped as unchanged content, the
         # snapshot never is.
         yield self.stamp(TrendingPageItem(
-            observed_at=observed_at, period=period, trending_language=language or None,
+            observed_at=observed_at, period=period, trending_language=language or ALL_LANGUAGES,
             spoken_language_code=spoken or None, url=response.url, rows=snapshot,
             archive_sha256=page.sha256, parser_version=page.parser_version,
             parsed_at=observed_at,
@@ -123,7 +123,7 @@ class TrendingSpider(CollectorSpider):
                 full_name=row.full_name, owner=row.owner, name=row.name, url=row.url,
                 description=row.description, language=row.language, stars=row.stars,
                 forks=row.forks, period_stars=row.period_stars, period=period,
-                trending_language=language or None, spoken_language_code=spoken or None,
+                trending_language=language or ALL_LANGUAGES, spoken_language_code=spoken or None,
                 built_by=list(row.built_by), rank=row.rank,
             ))
 

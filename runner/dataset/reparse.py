@@ -132,12 +132,12 @@ def reparse(archive: PageArchive, settings: Settings, config: CollectorConfig,
 
 
 def _snapshot(page: ArchivedPage, rows: list[dict[str, Any]], version: str) -> Any:
-    from scraper.items import TrendingPageItem, content_hash, utc_stamp
+    from scraper.items import ALL_LANGUAGES, TrendingPageItem, content_hash, utc_stamp
     from spiders.trending import now_ms
 
     period, language, spoken = page.list_key.split("|")
     item = TrendingPageItem(
-        observed_at=page.observed_at, period=period, trending_language=language or None,
+        observed_at=page.observed_at, period=period, trending_language=language or ALL_LANGUAGES,
         spoken_language_code=spoken or None, url=page.url, rows=rows,
         archive_sha256=page.sha256, parser_version=version, parsed_at=now_ms(),
         spider="trending", shard=None, collected_at=utc_stamp())
