@@ -18,6 +18,7 @@ SELECT r.full_name, max(r.stars) - min(r.stars) AS stars_gained, min(r.stars) AS
 FROM week JOIN trending_page_rows r ON r.page_id = week.page_id
 WHERE r.stars IS NOT NULL
 GROUP BY r.full_name
+HAVING stars_gained > 0
 ORDER BY stars_gained DESC, best_rank, r.full_name
 LIMIT :limit
 """.strip()

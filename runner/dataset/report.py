@@ -26,6 +26,7 @@ from typing import Any
 from runner.dataset import queries
 from runner.dataset.access import open_fresh, read_into
 from runner.dataset.schema import DATA_TABLES
+from runner.dataset.timeaxis import apply_time_axis
 from runner.usage import PROG as RUNNER
 from runner.usage import USAGE_ERROR
 from scraper.config import CollectorConfig
@@ -66,17 +67,18 @@ def write_report(conn: Any, out: Path) -> Path:
 
     matplotlib.use("Agg")  # files only: no display on a server
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    def figure(name: str, title: str, ylabel: str,
-               draw: Callable[[Any], bool]) -> None:
+    def figure(name: str, title: str, ylabel: str, draw: Callable[[Any], bool],
+               empty: str = "no data yet") -> None:
         fig, ax = plt.subplots(figsize=(9, 4.5), dpi=100)
         ax.set_title(title)
         ax.set_ylabel(ylabel)
         if draw(ax):
             ax.legend(loc="best", fontsize="small")
-            fig.autofmt_xdate()
+            apply_time_axis(ax)
         else:
-            ax.text(0.5, 0.5, "no data yet", ha="center", va="center",
+            ax.text(0.5, 0.5, empty, ha="center", va="center",
                     transform=ax.transAxes)
         ax.grid(alpha=0.3)
         fig.tight_layout()
@@ -95,6 +97,7 @@ def write_report(conn: Any, out: Path) -> Path:
             ys.append(n)
         for spider, (xs, ys) in series.items():
             ax.plot(xs, ys, marker=".", label=literal(spider))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # items come whole
         return bool(series)
 
     def size(ax: Any) -> bool:
@@ -123,6 +126,7 @@ def write_report(conn: Any, out: Path) -> Path:
             ys.append(100.0 * (limit - remaining) / limit)
         for label, (xs, ys) in series.items():
             ax.plot(xs, ys, marker="o", label=literal(label))
+        ax.set_ylim(0, 105)  # a share of the window: its whole range, whatever was used
         return bool(series)
 
     risers = conn.execute(queries.RISERS, {"limit": TOP_RISERS}).fetchall()
@@ -140,7 +144,9 @@ def write_report(conn: Any, out: Path) -> Path:
     figure("github_budget", "GitHub budget in use at each catalog build", "% of the window",
            budget)
     figure("top_risers", "Top risers: stars gained over the last 7 days on trending",
-           "stars gained", rising)
+           "stars gained", rising,
+           empty="no repository has gained stars on trending yet" if conn.execute(
+               "SELECT 1 FROM trending_fetches LIMIT 1").fetchone() else "no data yet")
     return _write_index(conn, out, risers)
 
 
