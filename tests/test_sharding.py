@@ -181,7 +181,7 @@ def test_trending_shards_run_together_equal_the_unsharded_run(tmp_path, fake_git
         return item["trending_language"], item["period"], item.get("full_name", "(page)")
 
     assert_partition(per_shard, whole, key=key)
-    entries = [(lang or None, period) for lang in languages for period in periods]
+    entries = [(lang, period) for lang in languages for period in periods]
     assert {(item["trending_language"], item["period"]) for item in whole} == set(entries)
     for index, items in enumerate(per_shard):
         mine = {(item["trending_language"], item["period"]) for item in items}
