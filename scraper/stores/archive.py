@@ -40,7 +40,9 @@ from scraper.stores.sqlite import open_store, transaction
 
 @dataclass(frozen=True, slots=True)
 class ParseProfile:
-    """What one parse of a page found: the figures markup drift is judged by."""
+    """What one parse of a page found: the figures markup drift is judged by. On a developer
+    page the three counts are rows with a display name, with a popular repository and with its
+    description (scraper/drift.py's ``DEVELOPER_FIELDS``)."""
 
     rows: int = 0
     with_language: int = 0  # rows with a language
