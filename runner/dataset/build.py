@@ -30,7 +30,9 @@ from typing import Any
 from runner.dataset import trending
 from runner.dataset.records import (
     BadRecord,
+    developer_snapshot,
     docs_row,
+    is_developer_snapshot,
     is_page_snapshot,
     page_snapshot,
     parse_line,
@@ -237,8 +239,8 @@ class _Buffers:
     """Rows waiting for ``executemany``, flushed every :data:`CHUNK` rows."""
 
     SQL = {
-        "snap": trending.INSERT_SNAP,
-        "snaprows": trending.INSERT_SNAPROWS,
+        **{f"{kind.temp}{table}": sql for kind in trending.KINDS
+           for table, sql in (("snap", kind.insert_snap), ("snaprows", kind.insert_snaprows))},
         "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
         "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     }
@@ -279,6 +281,12 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
                     rows_hash = trending.page_hash(rows)
                     buffers.add("snaprows", [(rows_hash, *row) for row in rows])
                     buffers.add("snap", [(*key, rows_hash)])
+                    continue
+                if is_developer_snapshot(record):
+                    key, rows = developer_snapshot(record)
+                    rows_hash = trending.page_hash(rows)
+                    buffers.add("devsnaprows", [(rows_hash, *row) for row in rows])
+                    buffers.add("devsnap", [(*key, rows_hash)])
                     continue
                 spider = record.get("spider")
                 if spider == "search":
