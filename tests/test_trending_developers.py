@@ -34,6 +34,7 @@ from scraper.trendingpages import (
 from spiders.trending import TrendingSpider
 from tests.incrawler import project_crawler
 from tests.parsers import broken
+from tests.support import Collector
 
 PAGES = Path(__file__).resolve().parent / "data/trending_developers"
 REPO_PAGE = Path(__file__).resolve().parents[3] / "shared/fixtures/github/trending" \
@@ -283,3 +284,76 @@ def test_reparse_cuts_an_archived_page_at_the_spiders_element_bound(tmp_path: Pa
     assert broken.LARGEST_INPUT and max(broken.LARGEST_INPUT) <= limit
     snapshot = json.loads(Path(path).read_text())
     assert len(snapshot["rows"]) == 20  # every row of the real page, before the cut
+
+
+DEVELOPER_LISTS = {"languages": [""], "periods": ["daily"],
+                   "developers": {"enabled": True, "languages": ["", "python"],
+                                  "periods": ["daily"]}}
+BROKEN_DEVELOPERS = {
+    "TRENDING_DEVELOPERS_PARSER": "tests.parsers.broken.parse_developers_losing_fields"}
+
+
+@pytest.mark.timeout(300)
+def test_scrapy_crawl_collects_developer_lists_end_to_end(tmp_path: Path,
+                                                         fake_github: Any) -> None:
+    """Real processes: three rounds of ``scrapy crawl trending`` against the fake GitHub, the
+    second with a developer parser that lost names and repositories (drift), then
+    ``catalog``, ``reparse`` and ``history LOGIN``."""
+    collector = Collector(tmp_path / "home")
+    states = []
+    for generation, settings in enumerate(({}, BROKEN_DEVELOPERS, {})):
+        collector.configure(github=fake_github,
+                            spiders={"trending": {**DEVELOPER_LISTS, "settings": settings}})
+        fake_github.control(generation=generation)
+        result = collector.crawl("trending", timeout=90)
+        assert result.returncode == 0, result.stderr[-3000:]
+        states.append(collector.worker_state("trending"))
+    assert [s["drift_listings"] for s in states] == [0, 2, 0]
+    assert "name, popular repository, repository description missing on all" \
+        in states[1]["drift"]
+    assert "/trending/developers" in states[1]["drift"]
+
+    items = collector.items("trending")
+    pages = [i for i in items if "developers" in i]
+    assert len(pages) == 6 and {p["url"].split("?")[0].removeprefix(fake_github.url("web"))
+                                for p in pages} == {"/trending/developers",
+                                                    "/trending/developers/python"}
+    assert all(len(p["developers"]) >= 22 and p["archive_sha256"] for p in pages)
+    developer_rows = [i for i in items if "login" in i]
+    assert developer_rows and all(i["period"] == "daily" for i in developer_rows)
+    assert [i for i in items if "rows" in i]  # the repository list is collected beside them
+
+    assert collector.runner("catalog").returncode == 0
+    assert _fetches_without_names(collector) == 2  # the broken round's two pages
+    fixed = collector.runner("reparse", "--spider", "trending")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout.startswith("reparse: 9 archived pages read, 2 read differently -> ")
+    again = collector.runner("reparse", "--spider", "trending")
+    assert again.stdout == "reparse: 9 archived pages read, 0 read differently " \
+                           "(nothing to write)\n"
+
+    first = pages[0]["developers"][-1]  # on the list in every generation
+    shown = collector.runner("history", first["login"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    machine = json.loads(shown.stdout)
+    assert machine["developer"] is True
+    listed = {(r["period"], r["trending_language"]): r for r in machine["lists"]}
+    row = listed[("daily", pages[0]["trending_language"] or "")]
+    assert row["observations"] == 3  # the broken round's reading replaced by reparse
+    assert row["repo_first"] == row["repo_last"] == first["repo_full_name"]
+    assert _fetches_without_names(collector) == 0
+    feeds = sorted(p.name for p in (collector.data_dir / "feeds").glob("trending-dev*"))
+    assert feeds == ["trending-developers-daily-all.atom",
+                     "trending-developers-daily-python.atom"]
+
+
+def _fetches_without_names(collector: Collector) -> int:
+    conn = sqlite3.connect(collector.data_dir / "catalog.sqlite")
+    try:
+        assert conn.execute("SELECT count(*) FROM trending_developer_fetches").fetchone() == (6,)
+        return conn.execute(
+            "SELECT count(*) FROM trending_developer_fetches f WHERE NOT EXISTS (SELECT 1 "
+            "FROM trending_developer_page_rows r WHERE r.page_id = f.page_id "
+            "AND r.name IS NOT NULL)").fetchone()[0]
+    finally:
+        conn.close()
