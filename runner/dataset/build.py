@@ -255,6 +255,13 @@ class _Buffers:
         if len(buffer) >= CHUNK:
             self.flush(name)
 
+    def snapshot(self, kind: trending.ListTables, key: tuple[Any, ...],
+                 rows: list[tuple[Any, ...]]) -> None:
+        """A page snapshot: its rows once per distinct page, the fetch naming them."""
+        rows_hash = trending.page_hash(rows)
+        self.add(f"{kind.temp}snaprows", [(rows_hash, *row) for row in rows])
+        self.add(f"{kind.temp}snap", [(*key, rows_hash)])
+
     def flush(self, name: str | None = None) -> None:
         for key in [name] if name else list(self.rows):
             if self.rows[key]:
@@ -277,16 +284,10 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
                 if not isinstance(record, dict):
                     raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
                 if is_page_snapshot(record):
-                    key, rows = page_snapshot(record)
-                    rows_hash = trending.page_hash(rows)
-                    buffers.add("snaprows", [(rows_hash, *row) for row in rows])
-                    buffers.add("snap", [(*key, rows_hash)])
+                    buffers.snapshot(trending.REPOSITORY_LISTS, *page_snapshot(record))
                     continue
                 if is_developer_snapshot(record):
-                    key, rows = developer_snapshot(record)
-                    rows_hash = trending.page_hash(rows)
-                    buffers.add("devsnaprows", [(rows_hash, *row) for row in rows])
-                    buffers.add("devsnap", [(*key, rows_hash)])
+                    buffers.snapshot(trending.DEVELOPER_LISTS, *developer_snapshot(record))
                     continue
                 spider = record.get("spider")
                 if spider == "search":

@@ -16,7 +16,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from parsel import Selector
 
-from scraper.parsers.trending import _text
+from scraper.parsers.trending import _text, parsed_rows, selector_of
 
 __all__ = ["PARSER_VERSION", "DeveloperRow", "parse_developers"]
 
@@ -54,18 +54,8 @@ def parse_developers(html: str | bytes, base_url: str,
     Rows without a ``/login`` heading link are skipped, and ranks stay 1..n. Parsing stops
     after ``max_rows`` rows.
     """
-    if isinstance(html, bytes):
-        html = html.decode("utf-8", errors="replace")
-    if not html.strip():
-        return []
-    rows: list[DeveloperRow] = []
-    for node in Selector(text=html).css(_ROW_CSS):
-        row = _parse_row(node, rank=len(rows) + 1, base_url=base_url)
-        if row is not None:
-            rows.append(row)
-            if len(rows) == max_rows:
-                break
-    return rows
+    sel = selector_of(html)
+    return [] if sel is None else parsed_rows(sel.css(_ROW_CSS), _parse_row, base_url, max_rows)
 
 
 def _parse_row(node: Selector, rank: int, base_url: str) -> DeveloperRow | None:
