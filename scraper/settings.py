@@ -229,8 +229,9 @@ it too); its module's ``PARSER_VERSION`` is recorded with every page it reads.""
 TRENDING_DEVELOPERS_PARSER = "scraper.parsers.developers.parse_developers"
 """What reads a trending developers page into rows (and reparse, an archived one)."""
 TRENDING_ARCHIVE_STORAGE = "scraper.stores.archive.FilesystemPageArchive"
-"""The page archive (scraper/stores/archive.py, the ``PageArchive`` protocol): every fetched
-trending page as served, each body once. Local to the box that fetched the page, in the
+"""The page archive (scraper/stores/archive.py; the ``PageArchiveStorage`` protocol of
+scraper/stores/base.py, built with ``build_from_crawler``): every fetched trending page (the
+developer lists' too) as served, each body once. Local to the box that fetched the page, in the
 distributed mode too."""
 TRENDING_ARCHIVE_RETENTION = None
 """Seconds an archived page is kept; None = forever. ``scrapy crawl`` sets it from the config's
