@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import Request
+from scrapy.http import HtmlResponse
 
 from runner.dataset.build import build_catalog
 from runner.dataset.reparse import reparse, trending_settings
@@ -31,7 +33,7 @@ from scraper.trendingpages import (
     parse_list_key,
     parse_profile,
 )
-from spiders.trending import TrendingSpider
+from spiders.trending import TrendingSpider, listing_of
 from tests.incrawler import project_crawler
 from tests.parsers import broken
 from tests.support import Collector
@@ -143,6 +145,14 @@ def test_the_spider_asks_developer_urls_and_builds_its_archive_by_setting(
                 for e in spider.start_entries() if isinstance(e, DeveloperList)]
         assert urls == ["https://gh.test/trending/developers?since=weekly",
                         "https://gh.test/trending/developers/c++?since=weekly"]
+        # A page asked for by hand (scrapy parse URL --spider trending): its kind from its URL.
+        for url, expected in (
+                ("https://gh.test/trending/developers/rust?since=weekly",
+                 (DEVELOPERS, "rust", "weekly", "")),
+                ("https://gh.test/trending/developers", (DEVELOPERS, "", "daily", "")),
+                ("https://gh.test/trending/go?since=monthly&spoken_language_code=zh",
+                 ("repositories", "go", "monthly", "zh"))):
+            assert listing_of(HtmlResponse(url, request=Request(url))) == expected
     finally:
         spider.archive.close()
 
