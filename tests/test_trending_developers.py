@@ -5,6 +5,7 @@ applies the spider's element cut, and the page archive is a store built by its s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -25,6 +26,7 @@ from scraper.parsers.bounds import element_count
 from scraper.parsers.developers import DeveloperRow, parse_developers
 from scraper.stores.archive import ArchivedPage, FilesystemPageArchive, body_sha256
 from scraper.stores.base import PageArchiveStorage
+from scraper.stores.memory import MemoryPageArchive
 from scraper.trendingpages import (
     DEVELOPERS,
     developer_snapshot_rows,
@@ -367,3 +369,64 @@ def _fetches_without_names(collector: Collector) -> int:
             "AND r.name IS NOT NULL)").fetchone()[0]
     finally:
         conn.close()
+
+
+def _archive(kind: str, tmp_path: Path) -> PageArchiveStorage:
+    if kind == "memory":
+        return MemoryPageArchive({})
+    return FilesystemPageArchive.at(DataLayout(tmp_path / "data"), "trending")
+
+
+@pytest.mark.parametrize("kind", ["filesystem", "memory"])
+def test_every_page_archive_keeps_the_same_contract(kind: str, tmp_path: Path) -> None:
+    archive = _archive(kind, tmp_path)
+    key = list_key("daily", "", "", DEVELOPERS)
+    body = (PAGES / "2021-04_all_daily.html").read_bytes()
+    other = (PAGES / "2026-08_all_daily.html").read_bytes()
+
+    def page(at: str, content: bytes, drifted: bool = False) -> ArchivedPage:
+        return ArchivedPage(url=BASE, observed_at=at, status=200, sha256=body_sha256(content),
+                            list_key=key, parser_version="1", drifted=drifted)
+
+    try:
+        assert isinstance(archive, PageArchiveStorage) and archive.up
+        fetches = [page("2026-12-01T01:00:00.000Z", body), page("2026-12-01T02:00:00.000Z", body),
+                   page("2026-12-01T03:00:00.000Z", other, drifted=True)]
+        for fetch in fetches:
+            archive.put(fetch, body if fetch.sha256 == body_sha256(body) else other)
+        assert [p.observed_at for p in archive.pages()] == [f.observed_at for f in fetches]
+        assert [archive.body(p) for p in archive.pages()] == [body, body, other]
+        assert [p.observed_at for p in archive.pages("2026-12-01T02")] == \
+            [f.observed_at for f in fetches[1:]]
+        # The drifted fetch is never "the usual"; newest first.
+        assert [p.observed_at for p in archive.recent(key, 3, "2026-12-02")] == \
+            ["2026-12-01T02:00:00.000Z", "2026-12-01T01:00:00.000Z"]
+        read_again = parse_profile(developer_snapshot_rows(parse_developers(other, BASE)),
+                                   DEVELOPERS)
+        archive.reparsed(dataclasses.replace(fetches[2], parser_version="2",
+                                             profile=read_again, drifted=False))
+        last = list(archive.pages())[-1]
+        assert (last.parser_version, last.profile, last.drifted) == ("2", read_again, False)
+        assert len(archive.recent(key, 3, "2026-12-02")) == 3
+        assert archive.prune("2026-12-01T02:30:00.000Z") == 2
+        assert [archive.body(p) for p in archive.pages()] == [other]
+    finally:
+        archive.close()
+
+
+def test_the_spider_archives_into_whatever_store_its_setting_names(tmp_path: Path) -> None:
+    crawler = project_crawler(
+        TrendingSpider, COLLECTOR_DATA_DIR=str(tmp_path), GITHUB_WEB_URL="https://gh.test",
+        TRENDING_ARCHIVE_STORAGE="scraper.stores.memory.MemoryPageArchive",
+        MEMORY_STORAGE_SPACE="developers-archive")
+    spider = crawler.spider
+    url = "https://gh.test/trending/developers?since=daily"
+    body = (PAGES / "2026-08_all_daily.html").read_bytes()
+    items = list(spider.parse(HtmlResponse(url, body=body, request=Request(url))))
+    assert isinstance(spider.archive, MemoryPageArchive)
+    (archived,) = spider.archive.pages()
+    assert spider.archive.body(archived) == body
+    assert archived.list_key == list_key("daily", "", "", DEVELOPERS)
+    assert archived.profile.rows == 25 and not (tmp_path / "archive").exists()
+    assert items[0]["archive_sha256"] == archived.sha256 and len(items[0]["developers"]) == 25
+    assert [i["login"] for i in items[1:]][:2] == ["Astro-Han", "lalalune"]
