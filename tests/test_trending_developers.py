@@ -245,6 +245,16 @@ def test_catalog_keeps_developer_history_and_history_answers_for_a_login(
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert "never seen on a trending developers list" in captured.err
+    # A catalog built before the developer tables existed: one line saying what to do.
+    conn = sqlite3.connect(layout.catalog_db)
+    conn.execute("DROP TABLE trending_developer_history")
+    conn.commit()
+    conn.close()
+    assert main(["history", "nunomaduro", "--config", str(_config_file(tmp_path, layout))]) \
+        == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "run 'python -m runner catalog' once" \
+        in captured.err
 
 
 def _config_file(tmp_path: Path, layout: DataLayout) -> Path:

@@ -75,7 +75,11 @@ def cmd_history(args: argparse.Namespace, config: CollectorConfig) -> int:
             rows = [dict(zip(COLUMNS, row, strict=True)) for row in
                     conn.execute(WHEN_TRENDING, {"full_name": args.full_name})]
     except sqlite3.DatabaseError as exc:
-        print(f"{PROG}: {path}: {exc}", file=sys.stderr)
+        if "no such table" in str(exc):  # built before its tables existed (the developers')
+            print(f"{PROG}: {path} is from an earlier version: run 'python -m runner catalog' "
+                  "once to bring it up to date", file=sys.stderr)
+        else:
+            print(f"{PROG}: {path}: {exc}", file=sys.stderr)
         return NOT_FOUND
     finally:
         conn.close()
