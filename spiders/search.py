@@ -5,7 +5,8 @@ default) a query that has more is cut into slices of at most 1000 (:mod:`scraper
 each paged to its end; the plan is kept (``state/search_slices.sqlite``) so later rounds page
 the slices straight away and probe again only where a slice grew past the cap. Items keep the
 query as configured and name their ``slice``; a repository met twice in a round (results shift
-while paging) is yielded once.
+while paging) is yielded once. In the distributed mode the plan is the cluster's
+(:mod:`scraper.distributed.search`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ class QueryRound:
     done: int = 0  # slices paged to their end
     changed: bool = False  # the plan differs from the stored one
     broken: bool = False  # planning failed: this round's plan is not a whole partition
+    cuts: dict[int, tuple[str, list[Slice]]] = field(default_factory=dict)  # sweep → what it
+    # cuts (a slice key, "" for the query) and the slices it settled on so far
     stopped: bool = False  # max_results_per_query reached
 
 
@@ -151,13 +154,6 @@ class SearchSpider(CollectorSpider):
         spider.rounds = {}
         spider._sweep_ids = 0
         spider.complete = settings.getbool("SEARCH_COMPLETE")
-        if spider.complete and crawler.settings.getbool("COLLECTOR_DISTRIBUTED"):
-            # A plan lives in one process's memory while it is made; a shared queue would hand
-            # its probes to other workers.
-            spider.logger.warning("spiders.search.complete is not supported in the distributed "
-                                  "mode yet: each query collects its first %d results only",
-                                  RESULTS_CAP)
-            spider.complete = False
         return spider
 
     def start_entries(self) -> list[str]:
@@ -178,7 +174,10 @@ class SearchSpider(CollectorSpider):
             if not plan:  # no plan yet, or the query fits: the query itself, page 1
                 state.changed = plan is None and complete
                 state.slices[""] = None
-                yield self.page_request(self.query_url(query), state, "", first=True)
+                request = self.page_request(self.query_url(query), state, "", first=True)
+                if state.changed:  # read by whichever worker gets the answer
+                    request.meta["planless"] = True
+                yield request
                 continue
             for piece in plan:
                 state.slices[piece.qualifiers()] = piece
@@ -231,7 +230,9 @@ class SearchSpider(CollectorSpider):
     def slice_request(self, state: QueryRound, piece: Slice) -> scrapy.Request:
         assert state.parsed is not None
         url = self.query_url(piece.query(state.parsed.base))
-        return self.page_request(url, state, piece.qualifiers(), first=True)
+        request = self.page_request(url, state, piece.qualifiers(), first=True)
+        request.meta["piece"] = piece.to_json()  # the slice, for a worker that did not plan it
+        return request
 
     def probe_request(self, state: QueryRound, sweep_id: int, probe: Probe,
                       tries: int = 1) -> scrapy.Request:
@@ -247,7 +248,8 @@ class SearchSpider(CollectorSpider):
             callback=self.parse_probe, errback=self.probe_failed, headers=API_HEADERS,
             dont_filter=True, priority=1,  # finish the plan first: its slices are then known
             meta={"deltafetch_enabled": False, "query": state.query, "sweep": sweep_id,
-                  "probe": probe, "tries": tries, CONDITIONAL_META: False})
+                  "slice": state.cuts[sweep_id][0], "probe": probe, "tries": tries,
+                  CONDITIONAL_META: False})
 
     # --- answers ------------------------------------------------------------------------------
 
@@ -306,12 +308,17 @@ class SearchSpider(CollectorSpider):
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         state = self.state(response.meta["query"])
         key = response.meta["slice"]
+        if key and key not in state.slices and "piece" in response.meta:
+            state.slices[key] = Slice.from_json(response.meta["piece"])
         if response.status == 304:
             # Unchanged since a round that collected it: no items, but later pages may differ.
             self.crawler.stats.inc_value("search/not_modified")
-            if response.meta["first"] and key == "" and state.changed:
+            planless = response.meta.get("planless", False)
+            if response.meta["first"] and key == "" and (state.changed or planless):
                 # No plan says this query fits under the cap: ask afresh for its total_count.
-                yield self.page_request(response.url, state, key, first=True, fresh=True)
+                request = self.page_request(response.url, state, key, first=True, fresh=True)
+                request.meta["planless"] = planless
+                yield request
                 return
             yield from self.follow_next(response, state, key)
             return
@@ -332,7 +339,7 @@ class SearchSpider(CollectorSpider):
                 # The slice gives way to smaller ones; their pages come instead of its own.
                 yield from self.split(state, key, total)
                 return
-            self._save(state)  # a query that fits: its plan is the query itself
+            self.query_fits(state, response)
         yield from self.follow_next(response, state, key)
 
     def items(self, response: Response, state: QueryRound, key: str | None,
@@ -417,6 +424,7 @@ class SearchSpider(CollectorSpider):
         state.changed = True
         self._sweep_ids += 1
         state.sweeps[self._sweep_ids] = resplit(piece, total, time.time())
+        state.cuts[self._sweep_ids] = (key, [])
         yield from self._follow_sweep(state, self._sweep_ids, None)
 
     def _follow_sweep(self, state: QueryRound, sweep_id: int,
@@ -426,11 +434,12 @@ class SearchSpider(CollectorSpider):
         try:
             step = sweep.send(answer)
             while isinstance(step, Final):
+                state.cuts[sweep_id][1].append(step.slice)
                 yield from self._settle(state, step)
                 step = next(sweep)
         except StopIteration:
             del state.sweeps[sweep_id]
-            self._save(state)
+            self.sweep_done(state, sweep_id)
             return
         if not state.stopped:
             yield self.probe_request(state, sweep_id, step)
@@ -446,6 +455,15 @@ class SearchSpider(CollectorSpider):
         self._progress()
         if not state.stopped:
             yield self.slice_request(state, final.slice)
+
+    def query_fits(self, state: QueryRound, response: Response) -> None:
+        """The query's first page holds all its results: its plan is the query itself."""
+        self._save(state)
+
+    def sweep_done(self, state: QueryRound, sweep_id: int) -> None:
+        """A sweep settled every slice of what it cut (``state.cuts[sweep_id]``)."""
+        del state.cuts[sweep_id]
+        self._save(state)
 
     def _save(self, state: QueryRound) -> None:
         if state.sweeps or state.broken or state.stopped or not state.changed:
@@ -491,6 +509,7 @@ class SearchSpider(CollectorSpider):
     def _abandon(self, state: QueryRound, sweep_id: int, probe: Probe) -> None:
         """A probe without an answer: the range it was cutting is not collected this round."""
         state.sweeps.pop(sweep_id, None)
+        state.cuts.pop(sweep_id, None)
         state.broken = True
         self.crawler.stats.inc_value("search/slicing_failed")
         self.logger.warning("search %r: slicing stopped at %s; results from there on are not "

@@ -337,5 +337,9 @@ class DistributedDocsSpider(DistributedSpider):
 
 def distributed_class(spidercls: type[Spider]) -> type[Spider]:
     """``spidercls`` with the distributed mixin in front (same name, settings and methods)."""
-    mixin = DistributedDocsSpider if spidercls.name == "docs" else DistributedSpider
+    from scraper.distributed.search import DistributedSearchSpider
+
+    mixins: dict[str, type[DistributedSpider]] = {"docs": DistributedDocsSpider,
+                                                  "search": DistributedSearchSpider}
+    mixin = mixins.get(spidercls.name, DistributedSpider)
     return type(spidercls.__name__, (mixin, spidercls), {"__module__": spidercls.__module__})
