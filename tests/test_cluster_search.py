@@ -11,7 +11,9 @@ handed along a slice run in-process below.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
+import signal
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -198,3 +200,69 @@ def test_two_workers_cutting_one_plan_both_land() -> None:
     away = MemorySlicePlanStorage(space("away"))
     assert edit_plan(away, "q", lambda plan: []) is None  # the store away: left as it was
     MemoryOutage.back("away")
+
+
+# --- a box killed mid-slice -------------------------------------------------------------------
+
+
+def held_search_leases(client: Any, runner_pid: int) -> int:
+    """Search entries the runner's workers hold leased now."""
+    workers = [key.decode().rsplit(":", 1)[1] for key in client.scan_iter("hubcollect:proc:*")
+               if json.loads(client.get(key) or "{}").get("runner_pid") == runner_pid]
+    return sum(client.hlen(f"hubcollect:search:leases:{worker}") for worker in workers)
+
+
+def written(box: Collector) -> list[dict[str, Any]]:
+    """Closed item files and, for a killed box, the one it was writing (a torn line skipped)."""
+    rows = []
+    for path in sorted((box.data_dir / "items" / "search").glob("*.jsonl*")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line))
+    return rows
+
+
+def test_a_box_killed_mid_slice_loses_no_result(tmp_path: Any, redis_server: Any,  # noqa: F811
+                                                fake_github_factory: Any) -> None:
+    from tests.test_cluster import tree
+
+    redis_server.client().flushall()
+    fake = fake_github_factory(search_limit=LIMIT, search_window=WINDOW)
+    boxes = [Collector(tmp_path / f"box-{k}") for k in range(BOXES)]
+    for box in boxes:
+        configure(box, fake, redis_server.url)
+        box.update_config({"spiders": {"search": {"queries": ["longtail4000"], "settings": {
+            **SETTINGS, "DISTRIBUTED_LEASE": 3.0}}}})
+    procs = start_runners(boxes, redis_server.url, "search", workers=1)
+    client = redis_server.client()
+    deadline = time.time() + 90
+    victim = None
+    while victim is None:  # freeze a box that pages a slice, then kill -9 all of it
+        assert time.time() < deadline, "no box was caught holding a slice"
+        for proc in procs:
+            frozen = tree(proc)
+            for p in frozen:
+                p.send_signal(signal.SIGSTOP)
+            if len(search_requests(fake)) >= 8 and held_search_leases(client, proc.pid):
+                victim = proc
+                break
+            for p in frozen:
+                p.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+    for p in frozen:
+        p.send_signal(signal.SIGKILL)
+    victim.wait()
+    dead = procs.index(victim)
+    left = [box for k, box in enumerate(boxes) if k != dead]
+    results = finish([proc for proc in procs if proc is not victim], timeout=200)
+    assert [rc for rc, _ in results] == [0] * (BOXES - 1), results
+
+    expected = expected_ids("longtail4000")
+    ids = [item["id"] for box in left for item in box.items("search")]
+    twice = [i for i, n in collections.Counter(ids).items() if n > 1]
+    assert not twice, twice[:5]
+    # What the dead box wrote before the kill, and what the others paged again of its slices.
+    assert {i["id"] for box in boxes for i in written(box)} == expected
+    stats = [box.stats("search") for box in left]
+    assert sum(s.get("distributed/leases_reclaimed", 0) for s in stats) >= 1
+    assert fake.stats()["violations"] == 0
