@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from scraper.searchslices import RESULTS_CAP, Range, Slice
+from scraper.searchslices import RESULTS_CAP, Range, Slice, parse_query
 from scraper.stores.memory import MemoryOutage, MemorySlicePlanStorage, space
+from tests.fakes.github import parse_search, search_results
 from tests.fakes.launcher import start_fake_github
 from tests.support import Collector
 from tests.test_distributed import (  # noqa: F401  (fixtures)
@@ -143,6 +144,15 @@ def test_later_rounds_reuse_the_cluster_plan_and_etags(cluster_rounds: dict[str,
     assert {r["status"] for r in third["requests"]} == {304}
     assert not any(third["items"].values())
     assert third["plans"] == second["plans"]
+    # The plan after the second round's cuts (several boxes cut slices of one query at once)
+    # still partitions each query: every repository in exactly one slice.
+    for query in QUERIES:
+        text, keep = parse_search(query)
+        repos = [r for r in search_results(text, 1, "stars", "desc") if keep(r)]
+        base = parse_query(query).base
+        filters = [parse_search(Slice.from_json(entry).query(base))[1]
+                   for entry in second["plans"][query]]
+        assert all(sum(1 for f in filters if f(repo)) == 1 for repo in repos), query
 
 
 # --- the rules, in-process ------------------------------------------------------------------
@@ -224,7 +234,7 @@ def written(box: Collector) -> list[dict[str, Any]]:
 
 def test_a_box_killed_mid_slice_loses_no_result(tmp_path: Any, redis_server: Any,  # noqa: F811
                                                 fake_github_factory: Any) -> None:
-    from tests.test_cluster import tree
+    from tests.test_cluster import send_all, tree
 
     redis_server.client().flushall()
     fake = fake_github_factory(search_limit=LIMIT, search_window=WINDOW)
@@ -241,16 +251,13 @@ def test_a_box_killed_mid_slice_loses_no_result(tmp_path: Any, redis_server: Any
         assert time.time() < deadline, "no box was caught holding a slice"
         for proc in procs:
             frozen = tree(proc)
-            for p in frozen:
-                p.send_signal(signal.SIGSTOP)
+            send_all(frozen, signal.SIGSTOP)
             if len(search_requests(fake)) >= 8 and held_search_leases(client, proc.pid):
                 victim = proc
                 break
-            for p in frozen:
-                p.send_signal(signal.SIGCONT)
+            send_all(frozen, signal.SIGCONT)
         time.sleep(0.05)
-    for p in frozen:
-        p.send_signal(signal.SIGKILL)
+    send_all(frozen, signal.SIGKILL)
     victim.wait()
     dead = procs.index(victim)
     left = [box for k, box in enumerate(boxes) if k != dead]
