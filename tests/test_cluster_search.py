@@ -29,6 +29,7 @@ from tests.support import Collector
 from tests.test_distributed import (  # noqa: F401  (fixtures)
     finish,
     redis_server,
+    redis_url,
     start_runners,
 )
 from tests.test_search_complete import expected_ids, is_probe, search_requests
@@ -42,8 +43,8 @@ SETTINGS = {"CONCURRENT_REQUESTS": 2}
 """A worker holds at most 2 slices at once: the others' workers take the rest."""
 
 
-def configure(box: Collector, fake: Any, redis_url: str) -> None:
-    box.configure(github=fake, redis_url=redis_url,
+def configure(box: Collector, fake: Any, url: str) -> None:
+    box.configure(github=fake, redis_url=url,
                   spiders={"search": {"queries": QUERIES, "per_page": 100,
                                       "settings": SETTINGS}})
     config = yaml.safe_load(box.config_path.read_text())
@@ -210,6 +211,56 @@ def test_two_workers_cutting_one_plan_both_land() -> None:
     away = MemorySlicePlanStorage(space("away"))
     assert edit_plan(away, "q", lambda plan: []) is None  # the store away: left as it was
     MemoryOutage.back("away")
+
+
+def test_a_chain_stays_in_its_worker_under_one_lease(redis_url: str) -> None:  # noqa: F811
+    """A request handed on (a slice's next page) is kept out of the shared queue, handed out
+    before it, and keeps the entry's lease; the lease is freed once a response's output goes
+    on no more."""
+    import asyncio
+
+    import redis
+    from scrapy import Request
+    from scrapy.http import TextResponse
+
+    from scraper.distributed.connection import get_link
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.leases import LEASE_META, LeaseAckSpiderMiddleware, hand_on
+    from scraper.distributed.rounds import get_round
+    from scraper.distributed.scheduler import RedisScheduler
+    from tests.test_distributed import crawler_for
+
+    crawler = crawler_for(redis_url)
+    scheduler = RedisScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    spider_round = get_round(get_link(redis_url), Keys(), "t")
+    spider_round.joined = True
+    client = redis.Redis.from_url(redis_url)
+    leases = f"hubcollect:t:leases:{spider_round.worker}"
+    assert scheduler.enqueue_request(Request("http://h/slice?page=1"))
+    assert scheduler.enqueue_request(Request("http://h/other"))
+    entry = scheduler.next_request()
+    lease = entry.meta[LEASE_META]
+    middleware = LeaseAckSpiderMiddleware(crawler)
+
+    async def parse(response: TextResponse, out: list[Request]) -> list[Any]:
+        async def result() -> Any:
+            for request in out:
+                yield request
+        return [element async for element in middleware.process_spider_output(
+            response, result())]
+
+    page1 = TextResponse(entry.url, request=entry, body=b"{}")
+    (page2,) = asyncio.run(parse(page1, [hand_on(page1, Request(f"{entry.url[:-1]}2"))]))
+    assert client.hexists(leases, lease)  # handed on: still leased
+    assert scheduler.enqueue_request(page2)
+    assert client.zcard("hubcollect:t:requests") == 1  # not shared: only the other entry
+    assert scheduler.has_pending_requests() and len(scheduler) == 2
+    taken = scheduler.next_request()
+    assert taken is page2 and taken.meta[LEASE_META] == lease  # local first
+    asyncio.run(parse(TextResponse(taken.url, request=taken, body=b"{}"), []))
+    assert not client.hexists(leases, lease)  # the chain ended: freed
+    scheduler.close("finished")
 
 
 # --- a box killed mid-slice -------------------------------------------------------------------
