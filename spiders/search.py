@@ -420,7 +420,7 @@ class SearchSpider(CollectorSpider):
         self.crawler.stats.inc_value("search/splits")
         self.logger.info("search %r: %s holds %d results; slicing it", state.query,
                          key or "the query", total)
-        del state.slices[key]
+        state.slices.pop(key, None)  # absent in a worker that did not plan it (Redis mode)
         state.changed = True
         self._sweep_ids += 1
         state.sweeps[self._sweep_ids] = resplit(piece, total, time.time())

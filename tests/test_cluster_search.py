@@ -321,6 +321,8 @@ def test_a_box_killed_mid_slice_loses_no_result(tmp_path: Any, redis_server: Any
     assert not twice, twice[:5]
     # What the dead box wrote before the kill, and what the others paged again of its slices.
     assert {i["id"] for box in boxes for i in written(box)} == expected
+    logs = "".join(box.log("search") for box in left)
+    assert "Traceback" not in logs and " ERROR: " not in logs
     stats = [box.stats("search") for box in left]
     assert sum(s.get("distributed/leases_reclaimed", 0) for s in stats) >= 1
     assert fake.stats()["violations"] == 0
