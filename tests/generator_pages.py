@@ -176,6 +176,12 @@ PAGES = [
                   ["Tabbed", "Alternate Style", "Options"],
                   ["Initializing search", "Tab 1 Tab 2", "Preview HTML CSS"],
                   ["**Tab 1**\n\nMarkdown **content**.\n\nMultiple paragraphs.\n\n**Tab 2**"]),
+    GeneratorPage("mkdocs-material-linenums-pymdownx-superfences",
+                  "MkDocs Material, Pygments line numbers (pymdownx-inline spans)", 58,
+                  ["SuperFences", "Showing Line Numbers", "Pygments Line Anchors and Spans"],
+                  ["Initializing search", "Back to top", "Made with"],
+                  ["```\nimport foo.bar\n```"]),
 ]
 # Pages whose tabs test_each_tab_once_under_its_label reads.
-TABBED = ["docusaurus-tabs-rocketmq-docker", "mkdocs-material-tabs-pymdownx-tabbed"]
+TABBED = ["docusaurus-tabs-rocketmq-docker", "mkdocs-material-tabs-pymdownx-tabbed",
+          "mkdocs-material-linenums-pymdownx-superfences"]
