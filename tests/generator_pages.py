@@ -181,7 +181,14 @@ PAGES = [
                   ["SuperFences", "Showing Line Numbers", "Pygments Line Anchors and Spans"],
                   ["Initializing search", "Back to top", "Made with"],
                   ["```\nimport foo.bar\n```"]),
+    GeneratorPage("starlight-expressive-code-commerce-cart-installation",
+                  "Astro Starlight + Expressive Code, <starlight-tabs>", 10,
+                  ["Cart Installation", "Install the packages", "Map the packages"],
+                  ["Skip to content", "Edit page", "On this page", "Select theme"],
+                  ["**NPM**\n\n```bash\nnpm install @dropins/tools @dropins/storefront-cart\n```"
+                   "\n\n**CDN**\n\nindex.html\n\n```html\n<head>\n"]),
 ]
 # Pages whose tabs test_each_tab_once_under_its_label reads.
 TABBED = ["docusaurus-tabs-rocketmq-docker", "mkdocs-material-tabs-pymdownx-tabbed",
-          "mkdocs-material-linenums-pymdownx-superfences"]
+          "mkdocs-material-linenums-pymdownx-superfences",
+          "starlight-expressive-code-commerce-cart-installation"]

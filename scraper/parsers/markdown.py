@@ -104,6 +104,9 @@ def code_language(pre: etree._Element) -> str:
         candidates.append(parent)
         parent = parent.getparent()
     language = language_of(element.get("class") or "" for element in candidates)
+    marked = (pre.get("data-language") or "").strip().lower()  # Expressive Code, rehype-pretty-code
+    if not language and _BARE_LANGUAGE.match(marked) and marked not in _NOT_LANGUAGES:
+        return _LANGUAGE_ALIASES.get(marked, marked)
     if not language:
         for code in pre.iterchildren("code"):
             names = (code.get("class") or "").split()
