@@ -1,4 +1,5 @@
-"""``docs``: documentation sites, followed link by link under each start URL's path."""
+"""``docs``: documentation sites, followed link by link under each start URL's path, and seeded
+with the pages their sitemaps list there."""
 
 from __future__ import annotations
 
@@ -91,8 +92,8 @@ class DocsSpider(CollectorSpider):
                     yield request
 
     def sitemap_request(self, url: str, sites: list[str]) -> Iterator[scrapy.Request]:
-        """A request for a sitemap (or robots.txt) listing pages of ``sites``; once per round
-        for each site, however many sitemaps name it."""
+        """A request for a sitemap (or robots.txt) that may list pages of ``sites``: asked once
+        per round for each site, however often it is named (robots.txt, indexes)."""
         asked = self.sitemaps_asked.get(url)
         new = [site for site in sites if (asked is None or site not in asked)
                and may_list(url, site)]
