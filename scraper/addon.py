@@ -67,6 +67,9 @@ def config_settings(config: CollectorConfig) -> dict[str, Any]:
         "TRENDING_PERIODS": list(config.trending.periods),
         "TRENDING_SPOKEN_LANGUAGES": list(config.trending.spoken_languages),
         "TRENDING_ARCHIVE_RETENTION": config.trending.archive_retention,
+        "TRENDING_DEVELOPERS_ENABLED": config.trending.developers.enabled,
+        "TRENDING_DEVELOPER_LANGUAGES": list(config.trending.developers.languages),
+        "TRENDING_DEVELOPER_PERIODS": list(config.trending.developers.periods),
         "SEARCH_QUERIES": list(config.search.queries),
         "SEARCH_SORT": config.search.sort,
         "SEARCH_PER_PAGE": config.search.per_page,
@@ -75,6 +78,7 @@ def config_settings(config: CollectorConfig) -> dict[str, Any]:
         "DOCS_START_URLS": list(config.docs.start_urls),
         "DOCS_MAX_PAGES_PER_SITE": config.docs.max_pages_per_site,
         "DOCS_REFRESH_AFTER": config.docs.refresh_after,
+        "DOCS_SITEMAPS": config.docs.sitemaps,
     }
 
 

@@ -316,6 +316,8 @@ class DistributedDocsSpider(DistributedSpider):
     def seed_extra(self, round_id: int, requests: list[Request]) -> list[list[str]]:
         commands = []
         for request in requests:
+            if request.meta.get("site") is None:
+                continue  # a sitemap: no page of a site
             key = self.keys.site(self.name, round_id, request.meta["site"])
             commands.append(["SADD", key, request.url])
             commands.append(["EXPIRE", key, str(defaults.SITE_SET_TTL)])
