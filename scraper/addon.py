@@ -78,6 +78,7 @@ def config_settings(config: CollectorConfig) -> dict[str, Any]:
         "DOCS_START_URLS": list(config.docs.start_urls),
         "DOCS_MAX_PAGES_PER_SITE": config.docs.max_pages_per_site,
         "DOCS_REFRESH_AFTER": config.docs.refresh_after,
+        "DOCS_SITEMAPS": config.docs.sitemaps,
     }
 
 

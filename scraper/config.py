@@ -182,6 +182,7 @@ class DocsConfig:
     start_urls: tuple[str, ...] = tuple(defaults.DOCS_START_URLS)
     max_pages_per_site: int = defaults.DOCS_MAX_PAGES_PER_SITE
     refresh_after: float = defaults.DOCS_REFRESH_AFTER
+    sitemaps: bool = defaults.DOCS_SITEMAPS
     round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
@@ -653,4 +654,5 @@ def _docs(r: _Reader, path: str, value: Any) -> DocsConfig:
         "start_urls": lambda path, value: r.items(path, value, r.page_url),
         "max_pages_per_site": lambda path, value: r.integer(path, value, 1),
         "refresh_after": r.duration,
+        "sitemaps": r.boolean,
     })

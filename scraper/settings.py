@@ -100,6 +100,13 @@ DOCS_START_URLS = [
 DOCS_MAX_PAGES_PER_SITE = 2000
 DOCS_REFRESH_AFTER = 7 * 86400.0
 """Seconds after which a stored page is fetched again."""
+DOCS_SITEMAPS = True
+"""Seed each site's crawl, every round, with the pages under its start path that its
+``sitemap.xml`` and robots.txt's ``Sitemap:`` lines (sitemap indexes too) list: pages no link
+reaches are collected as well. False = link following only."""
+DOCS_SITEMAP_MAXSIZE = 10 * 1024 * 1024
+"""Bytes a sitemap may have (after unpacking a ``.xml.gz``): one of 50,000 URLs is about that;
+a bigger one is skipped with one WARNING line, and the site crawled by its links."""
 
 # --- what 20 processes on one small box must not each open ---------------------------------------
 TELNETCONSOLE_ENABLED = False  # 20 consoles exhaust ports 6023–6073

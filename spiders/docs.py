@@ -1,4 +1,5 @@
-"""``docs``: documentation sites, followed link by link under each start URL's path."""
+"""``docs``: documentation sites, followed link by link under each start URL's path, and seeded
+with the pages their sitemaps list there."""
 
 from __future__ import annotations
 
@@ -7,16 +8,31 @@ from typing import Any
 
 import scrapy
 from parsel import Selector
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
 
 from scraper.items import DocPageItem
 from scraper.parsers.bounds import element_count
-from scraper.parsers.docs import extract_page, follow_links, site_prefix
+from scraper.parsers.docs import extract_page, follow_links, page_in_site, site_prefix
+from scraper.parsers.sitemaps import (
+    is_robots,
+    read_sitemap,
+    robots_sitemaps,
+    sitemap_body,
+    sitemap_seeds,
+)
 from spiders.base import CollectorSpider
 
 MAX_LINKS_PER_PAGE = 5000
 """Links followed from one page: a generated index of 500,000 links must not cost a worker its
 memory (a real docs index page has a few thousand)."""
+MAX_SITEMAPS_PER_ROUND = 100
+"""Sitemap files read per worker per round, robots.txt included: a sitemap index of 50,000
+sitemaps must not cost a round more than the pages it may fetch."""
+SITEMAP_SITES = "sitemap_sites"
+"""Meta of a sitemap request: the sites (start URL prefixes) whose pages it may list."""
 
 
 class DocsSpider(CollectorSpider):
@@ -34,6 +50,8 @@ class DocsSpider(CollectorSpider):
         super().__init__(*args, **kwargs)
         # Per site: the URLs this round has asked for (the site cap's count).
         self.site_urls: dict[str, set[str]] = {}
+        # Per sitemap (or robots.txt) URL: the sites it was asked for this round.
+        self.sitemaps_asked: dict[str, set[str]] = {}
 
     @property
     def refresh_after(self) -> float:
@@ -58,12 +76,82 @@ class DocsSpider(CollectorSpider):
             self.crawler.stats.inc_value("sitecap/refunded")
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
+        sitemaps: dict[str, list[str]] = {}
         for start_url in self.my_entries():
             prefix = site_prefix(start_url)
             self.site_urls.setdefault(prefix, set()).add(start_url)
             yield scrapy.Request(start_url, callback=self.parse, dont_filter=True,
                                  errback=self.request_failed,
                                  meta={"deltafetch_enabled": False, "site": prefix})
+            for url in sitemap_seeds(prefix):
+                sitemaps.setdefault(url, []).append(prefix)
+        if self.settings.getbool("DOCS_SITEMAPS"):
+            # After every start page: a site's first page never waits for its sitemaps.
+            for url, sites in sitemaps.items():
+                for request in self.sitemap_request(url, sites):
+                    yield request
+
+    def sitemap_request(self, url: str, sites: list[str]) -> Iterator[scrapy.Request]:
+        """A request for a sitemap (or robots.txt) that may list pages of ``sites``: asked once
+        per round for each site, however often it is named (robots.txt, indexes)."""
+        asked = self.sitemaps_asked.get(url)
+        new = [site for site in sites if (asked is None or site not in asked)
+               and may_list(url, site)]
+        if not new or (asked is None and len(self.sitemaps_asked) >= MAX_SITEMAPS_PER_ROUND):
+            return
+        self.sitemaps_asked.setdefault(url, set()).update(new)
+        # "site": None: a sitemap is no page of a site, so the site cap does not count it.
+        yield scrapy.Request(url, callback=self.parse_sitemap, errback=self.sitemap_failed,
+                             dont_filter=True,
+                             meta={"deltafetch_enabled": False, "site": None,
+                                   SITEMAP_SITES: new,
+                                   "download_maxsize": self.settings.getint(
+                                       "DOCS_SITEMAP_MAXSIZE")})
+
+    def parse_sitemap(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
+        """robots.txt's ``Sitemap:`` lines, a sitemap index's sitemaps, or
+        a sitemap's pages under a site's start path: requested like the links of a page, so the
+        site cap, this round's "asked" set and deltafetch apply to them alike."""
+        sites: list[str] = response.meta[SITEMAP_SITES]
+        stats = self.crawler.stats
+        if is_robots(response.url):
+            for url in robots_sitemaps(response):
+                yield from self.sitemap_request(url, sites)
+            return
+        body = sitemap_body(response, self.settings.getint("DOCS_SITEMAP_MAXSIZE"))
+        sitemap = read_sitemap(body) if body is not None else None
+        if sitemap is None:
+            stats.inc_value("docs/sitemaps/invalid")
+            self.logger.warning("not a sitemap, ignored: %s", response.url)
+            return
+        stats.inc_value("docs/sitemaps/read")
+        if sitemap.kind == "sitemapindex":
+            for url in sitemap.urls:
+                yield from self.sitemap_request(url, sites)
+            return
+        longest_first = sorted(sites, key=len, reverse=True)
+        for loc in sitemap.urls:
+            for site in longest_first:
+                url = page_in_site(loc, site)
+                if url is not None:
+                    stats.inc_value("docs/sitemaps/pages")
+                    yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
+                                         meta={"site": site})
+                    break
+
+    def sitemap_failed(self, failure: Failure) -> None:
+        """A site without a sitemap is usual, and one that cannot be read leaves link following
+        to find the pages: one WARNING line, never an error of the round."""
+        request = failure.request
+        if failure.check(HttpError) and failure.value.response.status in (404, 410):
+            self.crawler.stats.inc_value("docs/sitemaps/missing")
+            return
+        if failure.check(IgnoreRequest) and "robots.txt" in str(failure.value):
+            self.crawler.stats.inc_value("docs/sitemaps/disallowed")
+            return
+        self.crawler.stats.inc_value("docs/sitemaps/failed")
+        reason = next(iter(str(failure.value).splitlines()), "") or type(failure.value).__name__
+        self.logger.warning("sitemap not read: %s: %s", request.url, reason[:300])
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         prefix = response.meta.get("site") or self.site_of(response.url)
@@ -126,3 +214,10 @@ class DocsSpider(CollectorSpider):
             if url not in new and url not in asked:
                 new[url] = None
         return list(new)
+
+
+def may_list(sitemap_url: str, site: str) -> bool:
+    """Whether a sitemap can list pages of ``site``: the sitemap protocol lets one list only
+    URLs under its own directory, so one elsewhere on the host, or on another host, cannot."""
+    directory = site_prefix(sitemap_url)
+    return site.startswith(directory) or directory.startswith(site)

@@ -5,7 +5,8 @@ default) a query that has more is cut into slices of at most 1000 (:mod:`scraper
 each paged to its end; the plan is kept (``state/search_slices.sqlite``) so later rounds page
 the slices straight away and probe again only where a slice grew past the cap. Items keep the
 query as configured and name their ``slice``; a repository met twice in a round (results shift
-while paging) is yielded once.
+while paging) is yielded once. In the distributed mode the plan is the cluster's
+(:mod:`scraper.distributed.search`).
 """
 
 from __future__ import annotations
@@ -119,12 +120,16 @@ class QueryRound:
     done: int = 0  # slices paged to their end
     changed: bool = False  # the plan differs from the stored one
     broken: bool = False  # planning failed: this round's plan is not a whole partition
+    cuts: dict[int, tuple[str, list[Slice]]] = field(default_factory=dict)  # sweep → what it
+    # cuts (a slice key, "" for the query) and the slices it settled on so far
     stopped: bool = False  # max_results_per_query reached
     cut: set[str] = field(default_factory=set)  # slices split this round: never split again
     capped: set[str] = field(default_factory=set)  # slices taken as their first 1000
     answers: dict[Probe, Answer] = field(default_factory=dict)  # a probe is asked once a round
     sent: int = 0  # requests this round
-    bound: int = 0  # the most requests this round may send: scraper.searchround
+    # The most requests this round may send (scraper.searchround); None in a worker that did
+    # not start the query (Redis mode), which cannot count the others' share.
+    bound: int | None = None
     bounded: bool = False  # the bound was reached
 
 
@@ -158,13 +163,6 @@ class SearchSpider(CollectorSpider):
         spider.rounds = {}
         spider._sweep_ids = 0
         spider.complete = settings.getbool("SEARCH_COMPLETE")
-        if spider.complete and crawler.settings.getbool("COLLECTOR_DISTRIBUTED"):
-            # A plan lives in one process's memory while it is made; a shared queue would hand
-            # its probes to other workers.
-            spider.logger.warning("spiders.search.complete is not supported in the distributed "
-                                  "mode yet: each query collects its first %d results only",
-                                  RESULTS_CAP)
-            spider.complete = False
         return spider
 
     def start_entries(self) -> list[str]:
@@ -186,7 +184,10 @@ class SearchSpider(CollectorSpider):
             if not plan:  # no plan yet, or the query fits: the query itself, page 1
                 state.changed = plan is None and complete
                 state.slices[""] = None
-                requests = [self.page_request(self.query_url(query), state, "", first=True)]
+                request = self.page_request(self.query_url(query), state, "", first=True)
+                if state.changed:  # read by whichever worker gets the answer
+                    request.meta["planless"] = True
+                requests = [request]
             else:
                 for piece in plan:
                     state.slices[piece.qualifiers()] = piece
@@ -201,7 +202,7 @@ class SearchSpider(CollectorSpider):
         and its other requests are left for the next round."""
         for output in produced:
             if isinstance(output, scrapy.Request):
-                if state.sent >= state.bound:
+                if state.bound is not None and state.sent >= state.bound:
                     if not state.bounded:
                         state.bounded = True
                         self.crawler.stats.inc_value(BOUND_STAT)
@@ -257,7 +258,9 @@ class SearchSpider(CollectorSpider):
     def slice_request(self, state: QueryRound, piece: Slice) -> scrapy.Request:
         assert state.parsed is not None
         url = self.query_url(piece.query(state.parsed.base))
-        return self.page_request(url, state, piece.qualifiers(), first=True)
+        request = self.page_request(url, state, piece.qualifiers(), first=True)
+        request.meta["piece"] = piece.to_json()  # the slice, for a worker that did not plan it
+        return request
 
     def probe_request(self, state: QueryRound, sweep_id: int, probe: Probe,
                       tries: int = 1) -> scrapy.Request:
@@ -273,7 +276,8 @@ class SearchSpider(CollectorSpider):
             callback=self.parse_probe, errback=self.probe_failed, headers=API_HEADERS,
             dont_filter=True, priority=1,  # finish the plan first: its slices are then known
             meta={"deltafetch_enabled": False, "query": state.query, "sweep": sweep_id,
-                  "probe": probe, "tries": tries, CONDITIONAL_META: False})
+                  "slice": state.cuts[sweep_id][0], "probe": probe, "tries": tries,
+                  CONDITIONAL_META: False})
 
     # --- answers ------------------------------------------------------------------------------
 
@@ -335,15 +339,20 @@ class SearchSpider(CollectorSpider):
 
     def answer(self, response: Response, state: QueryRound) -> Iterator[Any]:
         key = response.meta["slice"]
+        if key and key not in state.slices and "piece" in response.meta:
+            state.slices[key] = Slice.from_json(response.meta["piece"])
         if response.status == 304:
             # Unchanged since a round that collected it: no items, but later pages may differ.
             self.crawler.stats.inc_value("search/not_modified")
             piece = state.slices.get(key or "")
             if response.meta["first"] and piece is not None and piece.capped:
                 self.mark(state, key, None)  # as its plan says: unchanged, still past the cap
-            if response.meta["first"] and key == "" and state.changed:
+            planless = response.meta.get("planless", False)
+            if response.meta["first"] and key == "" and (state.changed or planless):
                 # No plan says this query fits under the cap: ask afresh for its total_count.
-                yield self.page_request(response.url, state, key, first=True, fresh=True)
+                request = self.page_request(response.url, state, key, first=True, fresh=True)
+                request.meta["planless"] = planless
+                yield request
                 return
             yield from self.follow_next(response, state, key)
             return
@@ -365,7 +374,7 @@ class SearchSpider(CollectorSpider):
                 yield from self.split(state, key, total)
                 return
             self.mark(state, key, total)
-            self._save(state)  # a query that fits: its plan is the query itself
+            self.query_fits(state, response)
         yield from self.follow_next(response, state, key)
 
     def items(self, response: Response, state: QueryRound, key: str | None,
@@ -465,13 +474,14 @@ class SearchSpider(CollectorSpider):
         self.crawler.stats.inc_value("search/splits")
         self.logger.info("search %r: %s holds %d results; slicing it", state.query,
                          key or "the query", total)
-        del state.slices[key]
+        state.slices.pop(key, None)  # absent in a worker that did not plan it (Redis mode)
         state.cut.add(key)
         state.changed = True
-        if not key:  # the query had no plan: room for the slices GitHub's count says it needs
+        if not key and state.bound is not None:  # no plan: room for the slices it needs
             state.bound = max(state.bound, request_bound(slices_for(total), self.per_page))
         self._sweep_ids += 1
         state.sweeps[self._sweep_ids] = resplit(piece, total, time.time())
+        state.cuts[self._sweep_ids] = (key, [])
         yield from self._follow_sweep(state, self._sweep_ids, None)
 
     def _follow_sweep(self, state: QueryRound, sweep_id: int,
@@ -482,13 +492,14 @@ class SearchSpider(CollectorSpider):
             step = sweep.send(answer)
             while isinstance(step, Final) or step in state.answers:
                 if isinstance(step, Final):
+                    state.cuts[sweep_id][1].append(step.slice)
                     yield from self._settle(state, step)
                     step = next(sweep)
                 else:  # asked already this round: its answer stands
                     step = sweep.send(state.answers[step])
         except StopIteration:
             del state.sweeps[sweep_id]
-            self._save(state)
+            self.sweep_done(state, sweep_id)
             return
         if not state.stopped:
             yield self.probe_request(state, sweep_id, step)
@@ -510,6 +521,15 @@ class SearchSpider(CollectorSpider):
             yield self.page_request(url, state, key)
         else:
             self.slice_done(state)
+
+    def query_fits(self, state: QueryRound, response: Response) -> None:
+        """The query's first page holds all its results: its plan is the query itself."""
+        self._save(state)
+
+    def sweep_done(self, state: QueryRound, sweep_id: int) -> None:
+        """A sweep settled every slice of what it cut (``state.cuts[sweep_id]``)."""
+        del state.cuts[sweep_id]
+        self._save(state)
 
     def _save(self, state: QueryRound) -> None:
         if state.sweeps or state.broken or state.stopped or state.bounded or not state.changed:
@@ -558,6 +578,7 @@ class SearchSpider(CollectorSpider):
     def _abandon(self, state: QueryRound, sweep_id: int, probe: Probe) -> None:
         """A probe without an answer: the range it was cutting is not collected this round."""
         state.sweeps.pop(sweep_id, None)
+        state.cuts.pop(sweep_id, None)
         state.broken = True
         self.crawler.stats.inc_value("search/slicing_failed")
         self.logger.warning("search %r: slicing stopped at %s; results from there on are not "

@@ -101,6 +101,30 @@ def code_texts(html: str) -> list[str]:
     return texts
 
 
+def tab_panels(html: str) -> list[tuple[str, list[str]]]:
+    """Each tab of the page's tab sets, in page order: its label as the tab strip shows it and
+    the code of the blocks in its panel. WAI-ARIA tabs (Docusaurus, headless UI): a tablist's
+    tabs and the tab panels after it, one per tab; MkDocs Material: a tab set's labels and its
+    blocks. Tabs whose panel is empty are left out."""
+    root = lxml.html.fromstring(html)
+    tabs: list[tuple[str, list[str]]] = []
+    for strip in root.xpath("//*[@role='tablist'] | "
+                            "//div[contains(concat(' ', @class, ' '), ' tabbed-labels ')]"):
+        if strip.get("role") == "tablist":
+            labels = strip.xpath(".//*[@role='tab']")
+            panels = strip.xpath(f"following::*[@role='tabpanel'][position() <= {len(labels)}]")
+        else:
+            labels = strip.xpath("./label")
+            panels = strip.xpath("../div[contains(@class, 'tabbed-content')]"
+                                 "/div[contains(@class, 'tabbed-block')]")
+        for label, panel in zip(labels, panels, strict=True):
+            if not panel.text_content().strip() and not panel.xpath(".//img"):
+                continue  # an empty panel (a placeholder): nothing to write under its label
+            codes = [code_text(pre) for pre in panel.xpath(".//pre[not(ancestor::pre)]")]
+            tabs.append((" ".join(label.text_content().split()), codes))
+    return tabs
+
+
 def page_html(page: GeneratorPage) -> str:
     return (PAGES_DIR / f"{page.name}.html").read_text(encoding="utf-8")
 
@@ -143,4 +167,28 @@ PAGES = [
     GeneratorPage("vitepress-shiki-fuse-react", "VitePress + Shiki line spans", 11, [],
                   ["Return to top", "Sidebar Navigation"],
                   []),
+    GeneratorPage("docusaurus-tabs-rocketmq-docker", "Docusaurus 2.4 <Tabs>", 10,
+                  ["Run RocketMQ in Docker", "4.Start Broker and Proxy"],
+                  ["Skip to main content", "Edit this page", "Copy code to clipboard",
+                   "\n- Linux\n- Windows"],
+                  ["**Linux**\n\n```code\n# Configure the broker's IP address\n"]),
+    GeneratorPage("mkdocs-material-tabs-pymdownx-tabbed", "MkDocs Material content tabs", 12,
+                  ["Tabbed", "Alternate Style", "Options"],
+                  ["Initializing search", "Tab 1 Tab 2", "Preview HTML CSS"],
+                  ["**Tab 1**\n\nMarkdown **content**.\n\nMultiple paragraphs.\n\n**Tab 2**"]),
+    GeneratorPage("mkdocs-material-linenums-pymdownx-superfences",
+                  "MkDocs Material, Pygments line numbers (pymdownx-inline spans)", 58,
+                  ["SuperFences", "Showing Line Numbers", "Pygments Line Anchors and Spans"],
+                  ["Initializing search", "Back to top", "Made with"],
+                  ["```\nimport foo.bar\n```"]),
+    GeneratorPage("starlight-expressive-code-commerce-cart-installation",
+                  "Astro Starlight + Expressive Code, <starlight-tabs>", 10,
+                  ["Cart Installation", "Install the packages", "Map the packages"],
+                  ["Skip to content", "Edit page", "On this page", "Select theme"],
+                  ["**NPM**\n\n```bash\nnpm install @dropins/tools @dropins/storefront-cart\n```"
+                   "\n\n**CDN**\n\nindex.html\n\n```html\n<head>\n"]),
 ]
+# Pages whose tabs test_each_tab_once_under_its_label reads.
+TABBED = ["docusaurus-tabs-rocketmq-docker", "mkdocs-material-tabs-pymdownx-tabbed",
+          "mkdocs-material-linenums-pymdownx-superfences",
+          "starlight-expressive-code-commerce-cart-installation"]

@@ -65,6 +65,11 @@ def tree(proc: subprocess.Popen[str]) -> list[psutil.Process]:
     return [parent, *parent.children(recursive=True)]
 
 
+def send_all(processes: list[psutil.Process], sig: int) -> None:
+    for process in processes:
+        process.send_signal(sig)
+
+
 def leased_paths(client: Any, runner_pid: int) -> set[str] | None:
     """Paths of the docs requests the runner's workers hold leased now (None: none yet)."""
     from urllib.parse import urlsplit
@@ -102,16 +107,13 @@ def test_a_killed_box_loses_no_page_and_politeness_holds(
     frozen_at = time.time()
     while True:  # freeze the box when it holds requests, note them, then kill -9 all of it
         frozen = tree(victim)
-        for p in frozen:
-            p.send_signal(signal.SIGSTOP)
+        send_all(frozen, signal.SIGSTOP)
         held = leased_paths(client, victim.pid)
         if held:
             break
-        for p in frozen:
-            p.send_signal(signal.SIGCONT)
+        send_all(frozen, signal.SIGCONT)
         time.sleep(0.1)
-    for p in frozen:
-        p.send_signal(signal.SIGKILL)
+    send_all(frozen, signal.SIGKILL)
     victim.wait()
     killed_at = time.time()
     results = finish(procs[1:])

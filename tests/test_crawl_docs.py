@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from scraper.items import DocPageItem, content_hash
-from tests.fakes.docs import SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
+from tests.fakes.docs import ORPHAN_SENTENCE, SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
 from tests.support import REPO_ROOT, Collector
 
 PAGE_PATH = re.compile(r"^/site(\d+)/page(\d+)\.html$")
@@ -238,3 +238,40 @@ def test_memory_checked_by_one_timer_without_a_line_a_second_and_the_limit_close
     assert stats["finish_reason"] == "memusage_exceeded"
     assert stats["memusage/limit_reached"] == 1
     assert collector.log("docs").count("Memory usage exceeded 1MiB") == 1
+
+
+@pytest.mark.timeout(90)
+def test_sitemaps_seed_the_crawl_with_pages_no_link_reaches(collector: Collector,
+                                                             fake_docs_factory) -> None:
+    """``scrapy crawl docs`` reads the site's own sitemap.xml and robots.txt's Sitemap: line (a
+    sitemap index of gzip sitemaps): the pages only they list are collected, those outside the
+    start path, robots-disallowed or on another host are not asked for, and each page and
+    sitemap is fetched once, robots.txt too."""
+    docs = fake_docs_factory(sites=2, pages=6, sitemap=True)
+    base = docs.url()
+    collector.configure(docs_urls=[f"{base}/site0/"], spiders={"docs": {"sitemaps": True}})
+    stats = crawl_ok(collector)
+    counts = request_counts(docs)
+    urls = {item["url"] for item in collector.items("docs")}
+    for orphan in ("orphan.html", "hidden/orphan.html"):
+        assert f"{base}/site0/{orphan}" in urls, orphan
+        assert counts[f"/site0/{orphan}"] == 1
+    orphan = next(item for item in collector.items("docs")
+                  if item["url"] == f"{base}/site0/hidden/orphan.html")
+    assert orphan["text"] == f"Orphan hidden/orphan.html {ORPHAN_SENTENCE}"
+    for path in counts:
+        assert path in ("/robots.txt", "/sitemap_index.xml") or path.startswith("/site0/"), path
+    assert not any("private" in path or path.endswith(".pdf") for path in counts)
+    assert all(count == 1 for path, count in counts.items() if not path.endswith("flaky.html"))
+    assert counts["/site0/sitemap.xml"] == counts["/site0/sitemap-pages.xml.gz"] == 1
+    assert stats["docs/sitemaps/read"] == 3  # the site's, the index, the gzip file
+    assert len(urls) == 6 + 1 + 2  # the pages linked, flaky.html, the two orphans
+    log = collector.log("docs", "0/1")
+    assert "not a sitemap" not in log and "sitemap not read" not in log
+
+    # Turned off: link following only.
+    collector.configure(docs_urls=[f"{base}/site0/"], spiders={"docs": {"sitemaps": False}})
+    before = request_counts(docs)
+    crawl_ok(collector, "-a", "deltafetch_reset=1")
+    new = request_counts(docs) - before
+    assert not any("sitemap" in path or "orphan" in path for path in new), new

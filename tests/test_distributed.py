@@ -823,3 +823,24 @@ def test_a_worker_waiting_to_join_takes_nothing_from_the_queue(
     assert result.returncode == 0, result.stderr[-3000:]
     assert " ERROR: " not in collector.log("docs")
     assert f"{site}page1.html" in {item["url"] for item in collector.items("docs")}
+
+
+@pytest.mark.timeout(120)
+def test_the_cluster_collects_the_pages_only_sitemaps_list_once(
+        collector: Collector, redis_url: str, fake_docs_factory: Any) -> None:
+    """Sitemap requests are seeded with the start pages (outside the site cap's Redis sets),
+    and the pages they list are shared through the one queue like links: each fetched once."""
+    docs = fake_docs_factory(sites=2, pages=6, sitemap=True)
+    base = docs.url()
+    collector.configure(docs_urls=[f"{base}/site0/", f"{base}/site1/"],
+                        spiders={"docs": {"sitemaps": True}})
+    env = collector.env(COLLECTOR_REDIS_URL=redis_url)
+    run = collector.runner("--workers", "2", "--spiders", "docs", "--once", env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    urls = collections.Counter(item["url"] for item in collector.items("docs"))
+    assert max(urls.values()) == 1
+    for k in (0, 1):
+        assert f"{base}/site{k}/orphan.html" in urls
+        assert f"{base}/site{k}/hidden/orphan.html" in urls
+    fetched = page_counts(docs)
+    assert all(count == 1 for path, count in fetched.items() if not path.endswith("flaky.html"))

@@ -4,6 +4,7 @@ written, the content without the site around it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from parsel import Selector
 
 from scraper.parsers.docs import extract_page, is_cookie_banner
 from tests.docs_fixtures import fenced_blocks
-from tests.generator_pages import PAGES, GeneratorPage, code_texts, page_html
+from tests.generator_pages import PAGES, TABBED, GeneratorPage, code_texts, page_html, tab_panels
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
 
@@ -65,6 +66,50 @@ def convert(body: str) -> str:
 ])
 def test_code_markup_comes_out_as_its_code(body: str, code: str) -> None:
     assert [text for _, text in fenced_blocks(convert(body))] == [code]
+
+
+@pytest.mark.parametrize("name", TABBED)
+def test_each_tab_once_under_its_label(name: str) -> None:
+    """Every tab of every tab set: its label as a line of its own, then its panel's code blocks,
+    before the next tab's label; the strip of labels is not written as text."""
+    html = page_html(next(page for page in PAGES if page.name == name))
+    markdown = extract_page(Selector(text=html), PAGE_URL).markdown
+    tabs = tab_panels(html)
+    assert len(tabs) >= 2 and any(codes for _, codes in tabs)
+    # A label line, also inside a quote (a tab set in an admonition).
+    lines = [match.start() for match in re.finditer(r"^(?:> ?)*\*\*.+\*\*$", markdown, re.M)]
+    position = -1
+    for label, codes in tabs:
+        position = re.compile(rf"^(?:> ?)*\*\*{re.escape(label)}\*\*$", re.M).search(
+            markdown, position + 1).start()
+        end = min((at for at in lines if at > position), default=len(markdown))
+        start = markdown.rfind("\n", 0, position) + 1
+        panel = [code for _, code in fenced_blocks(markdown[start:end])]
+        assert panel[:len(codes)] == codes, label
+
+
+@pytest.mark.parametrize("body, markdown", [
+    # headless UI (Nextra): only the selected panel is rendered, the others are placeholders
+    ("<div><div role='tablist'><button role='tab' id='t1' aria-selected='true'>pnpm</button>"
+     "<button role='tab' id='t2'>npm</button></div><div>"
+     "<div role='tabpanel' aria-labelledby='t1'><pre><code>pnpm add x</code></pre></div>"
+     "<span role='tabpanel' aria-labelledby='t2' hidden></span></div></div>",
+     "**pnpm**\n\n```\npnpm add x\n```"),
+    # MkDocs Material's legacy tabs: each label before its content
+    ("<div class='tabbed-set' data-tabs='1:2'><input checked id='a' type='radio'>"
+     "<label for='a'>Python</label><div class='tabbed-content'><pre>print()</pre></div>"
+     "<input id='b' type='radio'><label for='b'>C</label>"
+     "<div class='tabbed-content'><pre>puts();</pre></div></div>",
+     "**Python**\n\n```\nprint()\n```\n\n**C**\n\n```\nputs();\n```"),
+    # a code block per colour theme (rehype-pretty-code), once; blocks that differ, each
+    ("<div data-rehype-pretty-code-fragment=''><pre data-theme='light'><code>x = 1</code></pre>"
+     "<pre data-theme='dark'><code>x = 1</code></pre></div>"
+     "<div class='theme-light'><pre>y</pre></div><div class='theme-dark'><pre>y</pre></div>"
+     "<pre data-theme='light'>a</pre><pre data-theme='dark'>b</pre>",
+     "```\nx = 1\n```\n\n```\ny\n```\n\n```\na\n```\n\n```\nb\n```"),
+])
+def test_tabs_and_theme_copies(body: str, markdown: str) -> None:
+    assert convert(body) == markdown
 
 
 def test_heading_keeps_block_content_and_loses_its_permalink() -> None:

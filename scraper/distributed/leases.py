@@ -9,7 +9,12 @@ what it produced is safe, so a box killed at any instant loses none of the round
 * a retry or a redirect: the new request carries the lease and frees it in the script that
   queues it (:mod:`scraper.distributed.scheduler`);
 * a download that failed for good: when the failure leaves the downloader middlewares, none of
-  them having made a retry of it — :class:`LeaseAckDownloaderMiddleware`, the outermost.
+  them having made a retry of it — :class:`LeaseAckDownloaderMiddleware`, the outermost;
+* a chain this worker goes on with itself (a search slice's next page, the probes that cut it):
+  the callback hands the lease on to the request that continues it (:func:`hand_on`), which
+  stays in this worker (:data:`LOCAL_META`, never the shared queue); the lease is freed when a
+  response's output continues it no more. A box killed mid-chain has its entry given back,
+  and the whole chain is done again elsewhere.
 
 An ack that does not arrive (Redis away at that instant) costs nothing: a worker whose engine
 goes idle drops its leases, since all it took is done by then.
@@ -28,6 +33,9 @@ from scrapy.http import Response
 
 LEASE_META = "lease"
 """The lease id of a request taken from the shared queue (this worker's, never queued)."""
+LOCAL_META = "lease_local"
+"""True on a request this worker sends itself, under the lease of the one it continues: the
+scheduler keeps it out of the shared queue (its meta need not be JSON)."""
 
 
 class Leased(bytes):
@@ -40,6 +48,15 @@ class Leased(bytes):
         entry = cls(data)
         entry.lease = lease
         return entry
+
+
+def hand_on(response: Response, request: Request) -> Request:
+    """``request`` continues ``response``'s work in this worker, under its lease."""
+    request.meta[LOCAL_META] = True
+    lease = response.meta.get(LEASE_META)
+    if lease:
+        request.meta[LEASE_META] = lease
+    return request
 
 
 def ack(crawler: Crawler, request: Request) -> None:
@@ -72,12 +89,18 @@ class _Acks:
 class LeaseAckSpiderMiddleware(_Acks):
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any],
                                     spider: Spider | None = None) -> AsyncIterator[Any]:
+        request = response.request
+        lease = request.meta.get(LEASE_META) if request is not None else None
+        handed_on = False
         try:
             async for element in result:
+                if lease and isinstance(element, Request) and element.meta.get(
+                        LEASE_META) == lease:
+                    handed_on = True
                 yield element
         finally:  # a callback that raised is done too: its page is not asked again
-            if response.request is not None:
-                ack(self.crawler, response.request)
+            if request is not None and not handed_on:
+                ack(self.crawler, request)
 
 
 class LeaseAckDownloaderMiddleware(_Acks):

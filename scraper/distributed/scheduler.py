@@ -16,6 +16,10 @@ What upstream's ``scrapy_redis.scheduler.Scheduler`` (0.9.1) does here that woul
   pops are answered again when retried (:mod:`scraper.distributed.rounds`), so a timed-out call
   is simply made again.
 
+A request marked :data:`~scraper.distributed.leases.LOCAL_META` (a chain this worker goes on
+with under one lease: a search slice's pages) stays in a local queue, handed out before the
+shared one, so a worker finishes what it holds before taking more.
+
 The queue is upstream's priority queue; its pop also marks this worker busy in the same script
 (see :mod:`scraper.distributed.rounds`), so no worker ever holds work the others can't see.
 Its entries are JSON (:mod:`scraper.distributed.serializer`), not upstream's pickle: an entry
@@ -25,7 +29,9 @@ as JSON is dropped too; each with an ERROR line and a stat.
 
 from __future__ import annotations
 
+import heapq
 import importlib
+import itertools
 import logging
 import zlib
 from collections import deque
@@ -40,7 +46,7 @@ from scrapy_redis.scheduler import Scheduler
 from scraper.distributed import defaults
 from scraper.distributed.connection import RedisUnavailable, get_link
 from scraper.distributed.keys import Keys
-from scraper.distributed.leases import LEASE_META
+from scraper.distributed.leases import LEASE_META, LOCAL_META
 from scraper.distributed.rounds import get_round
 
 logger = logging.getLogger("scraper.distributed")
@@ -131,6 +137,9 @@ class RedisScheduler(Scheduler):
         super().__init__(server, **kwargs)
         # Requests that could not be queued while Redis was away, oldest first.
         self.buffer: deque[Request] = deque()
+        # This worker's own chains: (-priority, order, request), Scrapy's order among equals.
+        self.local: list[tuple[int, int, Request]] = []
+        self._order = itertools.count()
         self._enqueue_script = server.register_script(ENQUEUE)
 
     @classmethod
@@ -178,6 +187,11 @@ class RedisScheduler(Scheduler):
         super().close(reason)  # persist: leaves queue and dupefilter in Redis
 
     def enqueue_request(self, request: Request) -> bool:
+        if request.meta.get(LOCAL_META):
+            heapq.heappush(self.local, (-request.priority, next(self._order), request))
+            if self.stats:
+                self.stats.inc_value("scheduler/enqueued/local")
+            return True
         if self.buffer and not self._flush():
             self.buffer.append(request)
             return True
@@ -231,6 +245,10 @@ class RedisScheduler(Scheduler):
         return True
 
     def next_request(self) -> Request | None:
+        if self.local:
+            if self.stats:
+                self.stats.inc_value("scheduler/dequeued/local")
+            return heapq.heappop(self.local)[2]
         if self.buffer and not self._flush():
             return None
         try:
@@ -242,7 +260,7 @@ class RedisScheduler(Scheduler):
         return request
 
     def has_pending_requests(self) -> bool:
-        if self.buffer:
+        if self.buffer or self.local:
             return True
         try:
             return len(self.queue) > 0
@@ -251,6 +269,6 @@ class RedisScheduler(Scheduler):
 
     def __len__(self) -> int:
         try:
-            return len(self.queue) + len(self.buffer)
+            return len(self.queue) + len(self.buffer) + len(self.local)
         except RedisUnavailable:
-            return len(self.buffer)
+            return len(self.buffer) + len(self.local)

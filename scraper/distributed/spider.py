@@ -316,6 +316,8 @@ class DistributedDocsSpider(DistributedSpider):
     def seed_extra(self, round_id: int, requests: list[Request]) -> list[list[str]]:
         commands = []
         for request in requests:
+            if request.meta.get("site") is None:
+                continue  # a sitemap: no page of a site
             key = self.keys.site(self.name, round_id, request.meta["site"])
             commands.append(["SADD", key, request.url])
             commands.append(["EXPIRE", key, str(defaults.SITE_SET_TTL)])
@@ -337,5 +339,9 @@ class DistributedDocsSpider(DistributedSpider):
 
 def distributed_class(spidercls: type[Spider]) -> type[Spider]:
     """``spidercls`` with the distributed mixin in front (same name, settings and methods)."""
-    mixin = DistributedDocsSpider if spidercls.name == "docs" else DistributedSpider
+    from scraper.distributed.search import DistributedSearchSpider
+
+    mixins: dict[str, type[DistributedSpider]] = {"docs": DistributedDocsSpider,
+                                                  "search": DistributedSearchSpider}
+    mixin = mixins.get(spidercls.name, DistributedSpider)
     return type(spidercls.__name__, (mixin, spidercls), {"__module__": spidercls.__module__})

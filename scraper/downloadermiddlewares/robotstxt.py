@@ -15,6 +15,10 @@ when robots.txt cannot be downloaded). Scrapy logs that with a traceback, after 
 own lines; here it is one WARNING line, the file is asked for once (no retries: the site's
 pages wait for it) and read up to :data:`ROBOTSTXT_MAXSIZE`, the 500 KiB RFC 9309 asks a crawler
 to parse at least.
+
+A spider that asks for a host's robots.txt itself (the docs spider reads its ``Sitemap:``
+lines) is answered with the copy fetched for the host's pages: robots.txt is downloaded once per
+host and crawl.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import logging
 from typing import Any
 
 from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -37,6 +43,26 @@ ROBOTSTXT_MAXSIZE = 500 * 1024
 
 
 class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        # Each host's robots.txt as fetched: a spider that reads it too (docs' sitemap seeding,
+        # for its Sitemap: lines) gets this copy, not a second download.
+        self._fetched: dict[str, Response] = {}
+
+    async def process_request(self, request: Request, spider: Any = None) -> Response | None:
+        await super().process_request(request)
+        if request.meta.get("dont_obey_robotstxt"):
+            return None
+        url = urlparse_cached(request)
+        fetched = self._fetched.get(url.netloc) if url.path == "/robots.txt" else None
+        if fetched is not None and fetched.url == request.url:
+            return fetched.replace(request=request)
+        return None
+
+    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        self._fetched[netloc] = response
+        await super()._parse_robots(response, netloc, request)
+
     async def robot_parser(self, request: Request) -> Any:
         netloc = urlparse_cached(request).netloc
         if netloc not in self._parsers:

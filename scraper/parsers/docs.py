@@ -235,6 +235,15 @@ def follow_links(selector: Selector, page_url: str, prefix: str) -> Iterator[str
         href = (anchor.get("href") or "").strip()
         if not href or href.startswith(("#", "mailto:", "javascript:", "tel:")):
             continue
-        url, _ = urldefrag(urljoin(base, href))
-        if url.startswith(prefix) and not urlsplit(url).path.lower().endswith(_IGNORED_SUFFIXES):
+        url = page_in_site(urljoin(base, href), prefix)
+        if url is not None:
             yield url
+
+
+def page_in_site(url: str, prefix: str) -> str | None:
+    """``url`` without its fragment when it is a page under ``prefix`` (not an image, archive,
+    PDF…), else None."""
+    url, _ = urldefrag(url)
+    if url.startswith(prefix) and not urlsplit(url).path.lower().endswith(_IGNORED_SUFFIXES):
+        return url
+    return None

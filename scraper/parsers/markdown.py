@@ -21,6 +21,7 @@ from urllib.parse import urljoin
 from lxml import etree
 
 from scraper.parsers.fidelity import Fidelity, measure
+from scraper.parsers.tabs import is_tab_strip, is_theme_copy, tab_label
 
 # Never content: what these hold is not text a reader sees.
 INVISIBLE = frozenset({"script", "style", "noscript", "template", "nav", "footer", "svg", "form",
@@ -103,6 +104,9 @@ def code_language(pre: etree._Element) -> str:
         candidates.append(parent)
         parent = parent.getparent()
     language = language_of(element.get("class") or "" for element in candidates)
+    marked = (pre.get("data-language") or "").strip().lower()  # Expressive Code, rehype-pretty-code
+    if not language and _BARE_LANGUAGE.match(marked) and marked not in _NOT_LANGUAGES:
+        return _LANGUAGE_ALIASES.get(marked, marked)
     if not language:
         for code in pre.iterchildren("code"):
             names = (code.get("class") or "").split()
@@ -171,6 +175,7 @@ class Frame:
     numbers: bool = False  # code: line numbers were left out of it
     omitted: bool = False  # code: an element in it was left out (numbers, callouts, buttons)
     fragment: bool = False  # code outside <pre>: whitespace between its line divs is not code
+    label: str = ""  # tab panel: its tab's label
 
     def flush(self) -> None:
         if not self.inline:
@@ -265,6 +270,8 @@ class Walker:
                                        if self.top.inline else "")
                 return True
             return False  # code is kept whole, even a token whose class looks like furniture
+        if is_tab_strip(element, names) or is_theme_copy(element):
+            return True  # each panel is written under its own label; a theme's copy once
         return self.skip is not None and self.skip(element)
 
     def add_text(self, text: str | None) -> None:
@@ -332,6 +339,11 @@ class Walker:
         elif tag == "hr":
             top.flush()
             top.blocks.append("---")
+        elif (label := tab_label(element)) is not None:
+            top.flush()
+            if label:
+                self.text.append(label)
+            self.push("tab", element, label=label)
         elif self.containers >= MAX_NESTING:
             top.flush()
         elif tag in ("ul", "ol", "menu"):
@@ -481,6 +493,16 @@ class Walker:
         if title:
             parent.flush()
             parent.blocks.append(f"**{title}**" if "\n" not in title else title)
+
+    def end_tab(self, frame: Frame, parent: Frame) -> None:
+        """A tab's panel under its label, as a bold line of its own: a heading would put every
+        tab of a code sample into the page's outline, as a section it does not have."""
+        body = frame.take()
+        if body:
+            parent.flush()
+            if frame.label:
+                parent.blocks.append(f"**{escape(frame.label)}**")
+            parent.blocks.append(body)
 
     def merge(self, frame: Frame, parent: Frame) -> None:
         parent.flush()

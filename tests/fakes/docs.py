@@ -2,7 +2,7 @@
 
     python -m tests.fakes.docs --host 127.0.0.2 --port-file PATH
         [--sites 3] [--pages 40] [--page-kb 6] [--latency-ms 0 --jitter 0.0]
-        [--fixtures DIR] [--redirect]
+        [--fixtures DIR] [--redirect] [--sitemap]
 
 Site k lives under ``/site{k}/``; each real page in ``--fixtures`` (default
 ``shared/fixtures/docs``) is served byte-exact as ``/fixtures/{file stem}/``, a site of its own,
@@ -11,11 +11,18 @@ with ``Last-Modified: FIXTURE_LAST_MODIFIED``; ``/site{k}/``, ``/site{k}/index.h
 to everything a crawler must *not* follow (robots-disallowed, other sites, other hosts,
 mailto:), see :meth:`DocsFake.render_page`. With ``--redirect``, each site's start page also
 links ``moved.html``, which answers 301 to ``page{pages-1}.html`` (a page also linked directly).
+With ``--sitemap``, pages no link reaches are listed in sitemaps: ``/site{k}/sitemap.xml`` (the
+site's own) lists ``orphan.html``; robots.txt's ``Sitemap:`` line names ``/sitemap_index.xml``,
+a sitemap index of ``/site{k}/sitemap-pages.xml.gz`` (gzip files) that list
+``hidden/orphan.html``; both also list pages every crawl reaches by links, and what a crawler
+must not fetch (another site's page, robots-disallowed, off-site, a PDF, another host's
+sitemap). Without it, ``sitemap.xml`` is a 404 and robots.txt names no sitemap.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import html
 import random
 import re
@@ -29,8 +36,12 @@ from aiohttp import web
 from .common import FakeProcess, Payload, add_common_args, run, serve
 
 HTML_TYPE = "text/html; charset=utf-8"
+XML_TYPE = "application/xml"
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 # Never fetched by a correct crawler: nothing listens there.
 FOREIGN_URL = "http://127.0.0.9:9/elsewhere.html"
+FOREIGN_SITEMAP = "http://127.0.0.9:9/sitemap.xml"
+ORPHAN_SENTENCE = "Only a sitemap leads here."
 # Must survive into extracted text intact (entities decoded, non-ASCII kept).
 SPECIAL_SENTENCE = "Beware of naïve café — ünïcode text &amp; markup like &lt;b&gt; tags."
 # Must never appear in extracted text.
@@ -88,6 +99,7 @@ class DocsFake(FakeProcess):
         self.page_bytes = int(args.page_kb * 1024)
         self.fixtures: Path = args.fixtures
         self.redirect = args.redirect
+        self.sitemap = args.sitemap
         self.generation = 0
         self.base_url = ""
         # path -> payload for the current generation; filled lazily so startup stays instant.
@@ -103,6 +115,11 @@ class DocsFake(FakeProcess):
 
     def bound(self, urls: dict[str, str]) -> None:
         self.base_url = urls["url"]
+        if self.sitemap:
+            robots = self._static["/robots.txt"].body.decode()
+            robots += f"\nSitemap: {self.base_url}/sitemap_index.xml\n"
+            self._static["/robots.txt"] = Payload(robots.encode(), "text/plain; charset=utf-8")
+            self._static["/sitemap_index.xml"] = Payload(self._sitemap_index(), XML_TYPE)
 
     def config(self) -> dict[str, Any]:
         return {
@@ -137,7 +154,45 @@ class DocsFake(FakeProcess):
             "/outside.html": Payload(outside.encode(), HTML_TYPE),
         }
 
+    def _sitemap_index(self) -> bytes:
+        locs = [f"{self.base_url}/site{k}/sitemap-pages.xml.gz" for k in range(self.sites)]
+        locs.append(FOREIGN_SITEMAP)
+        entries = "".join(f"<sitemap><loc>{html.escape(loc)}</loc></sitemap>" for loc in locs)
+        return (f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="{SITEMAP_NS}">'
+                f"{entries}</sitemapindex>\n").encode()
+
+    def _urlset(self, site: int, orphan: str) -> bytes:
+        base = f"{self.base_url}/site{site}/"
+        locs = [f"{base}{orphan}", base, f"{base}page1.html", f"{base}page1.html#section-1",
+                f"{base}private/secret.html", f"{base}files/manual.pdf",
+                f"{self.base_url}/outside.html", f"{self.base_url}/site{site + 1}/index.html",
+                FOREIGN_URL]
+        entries = "".join(f"<url><loc>{html.escape(loc)}</loc><lastmod>2026-08-01</lastmod>"
+                          "</url>" for loc in locs)
+        return (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SITEMAP_NS}">'
+                f"{entries}</urlset>\n").encode()
+
+    def _orphan(self, site: int, rest: str) -> Payload:
+        body = (f"<!DOCTYPE html><html><head><title>Orphan {rest} of site {site}</title></head>"
+                f"<body><main><h1>Orphan {rest}</h1><p>{ORPHAN_SENTENCE}</p></main></body>"
+                "</html>")
+        return Payload(body.encode(), HTML_TYPE)
+
+    def _sitemap_payload(self, site: int, rest: str) -> Payload | None:
+        if rest in ("orphan.html", "hidden/orphan.html"):
+            return self._orphan(site, rest)
+        if rest == "sitemap.xml":
+            return Payload(self._urlset(site, "orphan.html"), XML_TYPE)
+        if rest == "sitemap-pages.xml.gz":
+            body = gzip.compress(self._urlset(site, "hidden/orphan.html"), mtime=0)
+            return Payload(body, "application/x-gzip", compressible=False)
+        return None
+
     def _site_payload(self, site: int, rest: str) -> Payload | None:
+        if self.sitemap:
+            sitemap = self._sitemap_payload(site, rest)
+            if sitemap is not None:
+                return sitemap
         page_match = PAGE_NAME.match(rest)
         if rest in ("", "index.html"):
             return self._page(site, 0)
@@ -296,6 +351,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
     parser.add_argument("--redirect", action="store_true",
                         help="start pages link moved.html, a 301 to the last page")
+    parser.add_argument("--sitemap", action="store_true",
+                        help="sitemaps (robots.txt, sitemap index, gzip) list orphan pages")
     args = parser.parse_args(argv)
     if args.sites < 1 or args.pages < 1:
         parser.error("--sites and --pages must be >= 1")
