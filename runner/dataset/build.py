@@ -4,11 +4,11 @@
 * **Safe beside the collector**: only closed ``.jsonl``/``.jsonl.gz`` files are read (never an
   open segment's ``.part``);
   a closed file is never written again.
-* **Crash-safe**: each file is one transaction that also records the file as loaded, so a kill
-  mid-build leaves the catalog as it was after the last whole file (readers keep using it, WAL)
-  and the next run loads the rest. Every merge below is order-independent, so that run ends
-  with the same tables as one clean build.
-* **Bounded memory**: lines are streamed into per-file temporary tables in chunks, then merged
+* **Crash-safe**: each file, or group of small files (:data:`GROUP_BYTES`), is one transaction
+  that also records the files as loaded, so a kill mid-build leaves the catalog as it was after
+  the last whole group (readers keep using it, WAL) and the next run loads the rest. Every
+  merge below is order-independent, so that run ends with the same tables as one clean build.
+* **Bounded memory**: lines are streamed into per-group temporary tables in chunks, then merged
   in SQL; nothing grows with the number of items.
 * **One build at a time**: a second build (the runner's, or one by hand) steps aside.
 """
@@ -50,6 +50,10 @@ CHUNK = 2000
 """Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
 CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
 """Closed item files (segments, or a round's file in older data dirs); never ``.part``."""
+GROUP_BYTES = 4 * 1024 * 1024
+"""Item files loaded in one transaction, up to this many bytes: a first build of thousands of
+hourly segments pays the merges and the commit once per group, not once per file. A kill loses
+at most the group being loaded, which the next build loads again."""
 WARNINGS_PER_FILE = 5
 """Bad lines named one by one in a file; the rest are counted in one more line."""
 
@@ -155,9 +159,9 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
     try:
         for statement in TEMP_DDL:
             conn.execute(statement)
-        for rel, path in new_files(conn, layout):
-            lines, bad = load_file(conn, rel, path, warn)
-            result.files += 1
+        for group in groups(new_files(conn, layout), GROUP_BYTES):
+            lines, bad = load_files(conn, group, warn)
+            result.files += len(group)
             result.lines += lines
             result.bad_lines += bad
         _take_samples(conn, layout)
@@ -260,42 +264,39 @@ class _Buffers:
                 self.rows[key].clear()
 
 
-def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
-    """One file in one transaction, recorded as loaded in the same one. Returns (lines, bad)."""
+def groups(files: list[tuple[str, Path]], limit: int) -> Iterator[list[tuple[str, Path]]]:
+    """``files`` in runs of up to ``limit`` bytes (a larger file alone)."""
+    group: list[tuple[str, Path]] = []
+    size = 0
+    for rel, path in files:
+        try:
+            length = path.stat().st_size
+        except FileNotFoundError:  # removed since it was listed: its load will say so
+            length = 0
+        if group and size + length > limit:
+            yield group
+            group, size = [], 0
+        group.append((rel, path))
+        size += length
+    if group:
+        yield group
+
+
+def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[int, int]:
+    """Files in one transaction, each recorded as loaded in the same one; (lines, bad) in all.
+
+    The merges are order-independent, so a group gives the tables its files give one by one;
+    it only pays the merges and the commit once for all of them.
+    """
     buffers = _Buffers(conn)
     per_hour: dict[tuple[str, str], list[int]] = {}
-    lines = bad = 0
+    loaded = []
     conn.execute("BEGIN IMMEDIATE")
     try:
-        size = path.stat().st_size
-        for number, raw in _lines(path):
-            lines += 1
-            try:
-                record = parse_line(raw)
-                if not isinstance(record, dict):
-                    raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
-                if is_page_snapshot(record):
-                    key, rows = page_snapshot(record)
-                    rows_hash = trending.page_hash(rows)
-                    buffers.add("snaprows", [(rows_hash, *row) for row in rows])
-                    buffers.add("snap", [(*key, rows_hash)])
-                    continue
-                spider = record.get("spider")
-                if spider == "search":
-                    buffers.add("search", [search_row(record)])
-                elif spider == "docs":
-                    buffers.add("docs", [docs_row(record)])
-                key = (str(spider), stamp(record)[:13] + ":00Z")
-                counts = per_hour.setdefault(key, [0, 0])
-                counts[0] += 1
-                counts[1] += len(raw)
-            except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
-                bad += 1
-                if bad <= WARNINGS_PER_FILE:
-                    reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"
-                    warn(f"{path}:{number}: {reason}; line skipped")
-        if bad > WARNINGS_PER_FILE:
-            warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
+        for rel, path in files:
+            size = path.stat().st_size
+            lines, bad = _read_file(path, buffers, per_hour, warn)
+            loaded.append((rel, size, lines, bad, utc_stamp()))
         buffers.flush()
         for statement in MERGE_SQL:
             conn.execute(statement)
@@ -303,8 +304,7 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
             "INSERT INTO items_per_hour VALUES (?, ?, ?, ?) ON CONFLICT (spider, hour) "
             "DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes",
             [(spider, hour, n, b) for (spider, hour), (n, b) in per_hour.items()])
-        conn.execute("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)",
-                     (rel, size, lines, bad, utc_stamp()))
+        conn.executemany("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)", loaded)
         conn.execute("COMMIT")
     except BaseException:
         # On a full disk or a damaged file the rollback may fail too (SQLite has rolled back
@@ -312,6 +312,41 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
+    return sum(row[2] for row in loaded), sum(row[3] for row in loaded)
+
+
+def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], list[int]],
+               warn: Warn) -> tuple[int, int]:
+    """One file's lines into the buffers and the hourly counts; (lines, bad)."""
+    lines = bad = 0
+    for number, raw in _lines(path):
+        lines += 1
+        try:
+            record = parse_line(raw)
+            if not isinstance(record, dict):
+                raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
+            if is_page_snapshot(record):
+                key, rows = page_snapshot(record)
+                rows_hash = trending.page_hash(rows)
+                buffers.add("snaprows", [(rows_hash, *row) for row in rows])
+                buffers.add("snap", [(*key, rows_hash)])
+                continue
+            spider = record.get("spider")
+            if spider == "search":
+                buffers.add("search", [search_row(record)])
+            elif spider == "docs":
+                buffers.add("docs", [docs_row(record)])
+            key = (str(spider), stamp(record)[:13] + ":00Z")
+            counts = per_hour.setdefault(key, [0, 0])
+            counts[0] += 1
+            counts[1] += len(raw)
+        except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
+            bad += 1
+            if bad <= WARNINGS_PER_FILE:
+                reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"
+                warn(f"{path}:{number}: {reason}; line skipped")
+    if bad > WARNINGS_PER_FILE:
+        warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
     return lines, bad
 
 

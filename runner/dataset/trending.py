@@ -111,11 +111,10 @@ MERGE_SQL = (
     "INSERT OR IGNORE INTO temp.affected SELECT fr.list_id, r.full_name FROM temp.fresh fr "
     "JOIN trending_page_rows r ON r.page_id IN (fr.page_id, fr.old_page_id) "
     "WHERE fr.old_page_id IS NOT NULL",
-    "DELETE FROM trending_history WHERE EXISTS (SELECT 1 FROM temp.affected a "
-    f"{_LIST_OF.format('a')} WHERE a.full_name = trending_history.full_name "
-    "AND l.period = trending_history.period "
-    "AND l.trending_language = trending_history.trending_language "
-    "AND l.spoken_language_code = trending_history.spoken_language_code)",
+    # By the history's key (a correlated EXISTS read every history row at every file).
+    "DELETE FROM trending_history WHERE (full_name, period, trending_language, "
+    "spoken_language_code) IN (SELECT a.full_name, l.period, l.trending_language, "
+    f"l.spoken_language_code FROM temp.affected a {_LIST_OF.format('a')})",
     f"INSERT INTO trending_history ({_HISTORY_COLUMNS}) "
     + _history_select("trending_fetches", "true",
                       "JOIN temp.affected a ON a.list_id = f.list_id "
