@@ -73,8 +73,6 @@ class History:
         self.hours = 0
         self.bytes = {"trending": 0, "search": 0, "docs": 0}
         self.repos = [f"owner{n % 997}/{self.rng.choice(WORDS)}-{n}" for n in range(3000)]
-        self.unloaded: list[tuple[str, Path]] = []
-        """Segments written and not yet in the catalog, as the builder names them."""
 
     def _write(self, spider: str, shard: str, epoch: float, lines: list[str]) -> None:
         if not lines:
@@ -83,9 +81,7 @@ class History:
         directory.mkdir(parents=True, exist_ok=True)
         data = ("\n".join(lines) + "\n").encode()
         slug = shard.replace("/", "of")
-        name = f"{spider}-{slug}-{_segment(epoch)}.jsonl"
-        (directory / name).write_bytes(data)
-        self.unloaded.append((f"{spider}/{name}", directory / name))
+        (directory / f"{spider}-{slug}-{_segment(epoch)}.jsonl").write_bytes(data)
         self.bytes[spider] += len(data)
 
     def _hash(self) -> str:
