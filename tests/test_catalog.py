@@ -316,7 +316,7 @@ def test_files_loaded_in_groups_give_the_tables_they_give_one_by_one(
     for name in ("grouped", "single"):
         items = tmp_path / name / "items"
         history = History(items, search_per_hour=40)  # repositories seen again and again
-        for _ in range(48):
+        for _ in range(30):
             history.hour()
         ItemWriter(items).write(3000, per_file=100)
         # Re-readings of some fetches (python -m runner reparse): later parsed_at, a row less.
@@ -327,7 +327,13 @@ def test_files_loaded_in_groups_give_the_tables_they_give_one_by_one(
         reparse.write_text("".join(json.dumps({**snap, "rows": snap["rows"][1:],
                                                 "parsed_at": "2099-01-01T00:00:00Z"}) + "\n"
                                    for snap in snapshots))
+    monkeypatch.setattr(build, "DEFER_INDEX_FILES", 10)  # a first build: the index made last
     grouped = build.build_catalog(DataLayout(tmp_path / "grouped"))
+    conn = sqlite3.connect(tmp_path / "grouped" / "catalog.sqlite")
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?",
+                        (build.DEFERRED_INDEX,)).fetchone() == (1,)
+    conn.close()
+    monkeypatch.setattr(build, "DEFER_INDEX_FILES", 10**9)
     monkeypatch.setattr(build, "GROUP_BYTES", 0)  # every file its own transaction
     single = build.build_catalog(DataLayout(tmp_path / "single"))
     assert grouped.files == single.files > 100 and grouped.lines == single.lines

@@ -37,7 +37,7 @@ from runner.dataset.records import (
     search_row,
     stamp,
 )
-from runner.dataset.schema import connect
+from runner.dataset.schema import INDEXES, connect
 from runner.ops.joblock import exclusive_or_skip
 from runner.usage import INTERRUPTED
 from runner.usage import PROG as RUNNER
@@ -54,6 +54,13 @@ GROUP_BYTES = 4 * 1024 * 1024
 """Item files loaded in one transaction, up to this many bytes: a first build of thousands of
 hourly segments pays the merges and the commit once per group, not once per file. A kill loses
 at most the group being loaded, which the next build loads again."""
+DEFER_INDEX_FILES = 1000
+DEFERRED_INDEX = "page_rows_by_name"
+"""A build of more new files than that (a first build) drops this index while it loads and
+makes it once at the end. Filled row by row, its pages (one run per repository) are all
+touched again at every commit: a year's first build wrote 20 GB for a 0.8 GB catalog and
+became disk-bound. Sorted once at the end, it is written once. The merges find page rows by
+page_id and do not need it; a kill meanwhile leaves it to the next connect, which makes it."""
 WARNINGS_PER_FILE = 5
 """Bad lines named one by one in a file; the rest are counted in one more line."""
 
@@ -159,11 +166,17 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
     try:
         for statement in TEMP_DDL:
             conn.execute(statement)
-        for group in groups(new_files(conn, layout), GROUP_BYTES):
+        files = new_files(conn, layout)
+        deferred = len(files) > DEFER_INDEX_FILES
+        if deferred:
+            conn.execute(f"DROP INDEX IF EXISTS {DEFERRED_INDEX}")
+        for group in groups(files, GROUP_BYTES):
             lines, bad = load_files(conn, group, warn)
             result.files += len(group)
             result.lines += lines
             result.bad_lines += bad
+        if deferred:
+            conn.execute(next(sql for sql in INDEXES if f" {DEFERRED_INDEX} " in sql))
         _take_samples(conn, layout)
         if config is not None and config.items_keep_days:
             result.removed = remove_loaded_segments(conn, layout, config.items_keep_days)
@@ -353,12 +366,15 @@ def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], li
 def _take_samples(conn: Any, layout: DataLayout) -> None:
     """What only the live data dir can tell later plots: its size and the GitHub budget now."""
     from runner.budgetstatus import budget_rows
-    from scraper.diskspace import data_size
+    from runner.ops.growth import read_samples, record_sample
 
+    # The growth sample (at most 10 minutes old, a walk only when older): walking the data dir
+    # at every build would cost what a year of segments costs to list.
+    record_sample(layout)
+    size = read_samples(layout)[-1][1]
     now = utc_stamp()
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute("INSERT OR REPLACE INTO size_samples VALUES (?, ?)",
-                 (now, data_size(layout.root)))
+    conn.execute("INSERT OR REPLACE INTO size_samples VALUES (?, ?)", (now, size))
     for row in budget_rows(layout):
         if row.get("limit") is not None and row.get("remaining") is not None:
             conn.execute("INSERT OR REPLACE INTO budget_samples VALUES (?, ?, ?, ?, ?)",
