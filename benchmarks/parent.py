@@ -6,10 +6,11 @@ project's fake docs host with rounds as short as they get (``round_interval: 0``
 ``refresh_after: 0``, one page per site), until its workers have done ``--rounds`` rounds in
 all, and samples the parent alone (RSS, USS, open descriptors, threads) as the rounds go by.
 Flat means: no more descriptors open at once in the second half of the rounds than in the
-first (a sample may catch a round's pipe open), and RSS never more than ``--rss-slack-mb``
-above the sample taken after the first tenth of the rounds (the warm-up: caches, lazily
-imported modules). USS is not used: while a worker shares the parent's pages they are not
-the parent's alone, so it swings with every fork.
+first (a sample may catch a round's pipe open), RSS never more than ``--rss-slack-mb`` above
+the sample taken after the first tenth of the rounds (the warm-up: caches, lazily imported
+modules), and its least-squares rise over the rounds after it under ``--max-kb-per-round``.
+USS is not used: while a worker shares the parent's pages they are not the parent's alone, so
+it swings with every fork.
 
     python -m benchmarks.parent                       # 1,000 rounds, 2 workers (a few minutes)
     python -m benchmarks.parent --rounds 100          # a quick look
@@ -47,6 +48,15 @@ def _sample(proc: psutil.Process, rounds: int, t0: float) -> dict[str, Any]:
         return {"rounds": rounds, "t_s": round(time.monotonic() - t0, 1),
                 "rss_mb": round(info.rss / MB, 2), "fds": proc.num_fds(),
                 "threads": proc.num_threads(),                "children": len(proc.children())}
+
+
+def _slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope: a leak shows as a steady rise, whatever the noise."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    var = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / var if var else 0.0
 
 
 def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path) -> dict[str, Any]:
@@ -93,6 +103,8 @@ def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path) 
             "after_warmup": {"rounds": warm["rounds"], "rss_mb": warm["rss_mb"]},
             "last": {"rounds": last["rounds"], "rss_mb": last["rss_mb"]},
             "rss_change_mb": round(last["rss_mb"] - warm["rss_mb"], 2),
+            "rss_kb_per_round": round(_slope([(s["rounds"], s["rss_mb"] * 1024)
+                                              for s in later]), 3),
             "rss_max_mb": max(s["rss_mb"] for s in later),
             # A sample may land while a round has its pipe or log open: compare the most
             # seen at once in the first and the second half, not one instant with another.
@@ -110,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--rss-slack-mb", type=float, default=2.0)
+    parser.add_argument("--max-kb-per-round", type=float, default=0.2,
+                        help="the steady rise that counts as a leak (default 0.2 KB a round: "
+                        "1 MB in 5,000 rounds)")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--out", default=None,
                         help="default benchmarks/results/parent.json (parent-N.json for N "
@@ -118,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-parent-") as tmp:
         result = run(args.rounds, args.workers, args.samples, args.timeout, Path(tmp))
     flat = (result["fds_max_second_half"] <= result["fds_max_first_half"]
-            and result["rss_max_mb"] - result["after_warmup"]["rss_mb"] <= args.rss_slack_mb)
+            and result["rss_max_mb"] - result["after_warmup"]["rss_mb"] <= args.rss_slack_mb
+            and result["rss_kb_per_round"] <= args.max_kb_per_round)
     result = {"machine": machine_info(), "command": " ".join(["python -m benchmarks.parent",
                                                                *sys.argv[1:]]),
               **result, "rss_slack_mb": args.rss_slack_mb, "flat": flat}
@@ -127,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s['rounds']:>7} {s['t_s']:>7} {s['rss_mb']:>8} {s['fds']:>4} {s['threads']:>7}")
     print(f"after warm-up (round {result['after_warmup']['rounds']}) → round "
           f"{result['last']['rounds']}: RSS {result['rss_change_mb']:+} MB (highest "
-          f"{result['rss_max_mb']} MB), descriptors at most {result['fds_max_first_half']} in "
+          f"{result['rss_max_mb']} MB, {result['rss_kb_per_round']:+} KB a round), "
+          f"descriptors at most {result['fds_max_first_half']} in "
           f"the first half, {result['fds_max_second_half']} in the second: "
           f"{'flat' if flat else 'NOT flat'}")
     name = "parent.json" if args.rounds == 1000 else f"parent-{args.rounds}.json"
