@@ -42,12 +42,24 @@ from benchmarks.memory import slot_rounds, stop
 from tests.fakes.launcher import start_fake_docs
 
 
+def _rss_parts(pid: int) -> dict[str, float]:
+    """Anonymous (heap: what a leak grows) and file-backed (mapped files, shared libraries)
+    resident memory, from /proc/PID/status."""
+    parts = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("RssAnon", "RssFile", "RssShmem"):
+            parts[f"{key[3:].lower()}_mb"] = round(int(value.split()[0]) / 1024, 2)
+    return parts
+
+
 def _sample(proc: psutil.Process, rounds: int, t0: float) -> dict[str, Any]:
     with proc.oneshot():
         info = proc.memory_info()
         return {"rounds": rounds, "t_s": round(time.monotonic() - t0, 1),
-                "rss_mb": round(info.rss / MB, 2), "fds": proc.num_fds(),
-                "threads": proc.num_threads(),                "children": len(proc.children())}
+                "rss_mb": round(info.rss / MB, 2), **_rss_parts(proc.pid),
+                "fds": proc.num_fds(), "threads": proc.num_threads(),
+                "children": len(proc.children())}
 
 
 def _slope(points: list[tuple[float, float]]) -> float:
@@ -105,6 +117,8 @@ def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path) 
             "rss_change_mb": round(last["rss_mb"] - warm["rss_mb"], 2),
             "rss_kb_per_round": round(_slope([(s["rounds"], s["rss_mb"] * 1024)
                                               for s in later]), 3),
+            "anon_kb_per_round": round(_slope([(s["rounds"], s.get("anon_mb", 0) * 1024)
+                                               for s in later]), 3),
             "rss_max_mb": max(s["rss_mb"] for s in later),
             # A sample may land while a round has its pipe or log open: compare the most
             # seen at once in the first and the second half, not one instant with another.
@@ -138,9 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     result = {"machine": machine_info(), "command": " ".join(["python -m benchmarks.parent",
                                                                *sys.argv[1:]]),
               **result, "rss_slack_mb": args.rss_slack_mb, "flat": flat}
-    print(f"{'rounds':>7} {'s':>7} {'RSS MB':>8} {'fds':>4} {'threads':>7}")
+    print(f"{'rounds':>7} {'s':>7} {'RSS MB':>8} {'anon':>7} {'file':>7} {'fds':>4} "
+          f"{'threads':>7}")
     for s in result["samples"]:
-        print(f"{s['rounds']:>7} {s['t_s']:>7} {s['rss_mb']:>8} {s['fds']:>4} {s['threads']:>7}")
+        print(f"{s['rounds']:>7} {s['t_s']:>7} {s['rss_mb']:>8} {s.get('anon_mb', '-'):>7} "
+              f"{s.get('file_mb', '-'):>7} {s['fds']:>4} {s['threads']:>7}")
     print(f"after warm-up (round {result['after_warmup']['rounds']}) → round "
           f"{result['last']['rounds']}: RSS {result['rss_change_mb']:+} MB (highest "
           f"{result['rss_max_mb']} MB, {result['rss_kb_per_round']:+} KB a round), "
