@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 from urllib.parse import urlsplit
 
 import yaml
@@ -111,6 +111,21 @@ class GitHubConfig:
         return {**base, **self.limits}
 
 
+class DeveloperList(NamedTuple):
+    """A trending developers list in the trending spider's start list (after the repository
+    lists' ``(language, period, spoken language)`` triples)."""
+
+    language: str
+    period: str
+
+
+@dataclass(frozen=True, slots=True)
+class DevelopersConfig:
+    enabled: bool = defaults.TRENDING_DEVELOPERS_ENABLED
+    languages: tuple[str, ...] = tuple(defaults.TRENDING_DEVELOPER_LANGUAGES)
+    periods: tuple[str, ...] = tuple(defaults.TRENDING_DEVELOPER_PERIODS)
+
+
 @dataclass(frozen=True, slots=True)
 class TrendingConfig:
     weight: int = 1
@@ -120,11 +135,15 @@ class TrendingConfig:
     archive_retention: float | None = defaults.TRENDING_ARCHIVE_RETENTION
     """Seconds a raw page stays in the archive; None = forever (the pages are what a parser
     fix re-reads)."""
+    developers: DevelopersConfig = field(default_factory=DevelopersConfig)
     round_interval: float | None = None  # None: the global one, else ROUND_INTERVALS
     settings: Mapping[str, Any] = field(default_factory=dict)
 
-    def start_entries(self) -> list[tuple[str, str, str]]:
-        return trending_entries(self.languages, self.periods, self.spoken_languages)
+    def start_entries(self) -> list[tuple[str, str, str] | DeveloperList]:
+        developers = self.developers
+        return trending_entries(self.languages, self.periods, self.spoken_languages) + \
+            developer_entries(developers.languages if developers.enabled else (),
+                              developers.periods)
 
 
 def trending_entries(languages: Sequence[str], periods: Sequence[str],
@@ -134,6 +153,12 @@ def trending_entries(languages: Sequence[str], periods: Sequence[str],
     lists)."""
     return [(language, period, spoken) for language in languages for period in periods
             for spoken in spoken_languages]
+
+
+def developer_entries(languages: Sequence[str], periods: Sequence[str]) -> list[DeveloperList]:
+    """The developer lists, languages × periods, in config order; they come after the
+    repository lists, so turning them on leaves every repository list on its shard."""
+    return [DeveloperList(language, period) for language in languages for period in periods]
 
 
 @dataclass(frozen=True, slots=True)
@@ -606,13 +631,20 @@ def _common(r: _Reader) -> dict[str, Handler]:
 
 
 def _trending(r: _Reader, path: str, value: Any) -> TrendingConfig:
+    def languages(path: str, value: Any) -> tuple[str, ...]:
+        return r.items(path, value, lambda p, v: r.text(
+            p, v, _LANGUAGE_RE, "a GitHub language slug such as python, c%23 or c++ "
+            "(\"\" for all languages)"))
+
+    def periods(path: str, value: Any) -> tuple[str, ...]:
+        return r.items(path, value, lambda p, v: r.choice(p, v, PERIODS))
+
     return _section(r, path, value, TrendingConfig, {
         **_common(r),
-        "languages": lambda path, value: r.items(path, value, lambda p, v: r.text(
-            p, v, _LANGUAGE_RE, "a GitHub language slug such as python, c%23 or c++ "
-            "(\"\" for all languages)")),
-        "periods": lambda path, value: r.items(path, value,
-                                               lambda p, v: r.choice(p, v, PERIODS)),
+        "languages": languages,
+        "periods": periods,
+        "developers": lambda path, value: _section(r, path, value, DevelopersConfig, {
+            "enabled": r.boolean, "languages": languages, "periods": periods}),
         "spoken_languages": lambda path, value: r.items(path, value, lambda p, v: r.text(
             p, v, _SPOKEN_RE, "a two-letter ISO 639-1 code such as en or zh, as GitHub's "
             "spoken_language_code takes it (\"\" for any spoken language)")),

@@ -21,11 +21,17 @@ DRIFT_ROUNDS = 3
 DRIFT_LISTINGS = "outcome/drift_listings"
 DRIFT_REASON = "outcome/drift"
 
-_FIELDS = (("with_language", "language"), ("with_stars", "stars"),
-           ("with_description", "description"))
+REPOSITORY_FIELDS = (("with_language", "language"), ("with_stars", "stars"),
+                     ("with_description", "description"))
+"""What each count of a repository page's :class:`ParseProfile` is, by the name a line says."""
+DEVELOPER_FIELDS = (("with_language", "name"), ("with_stars", "popular repository"),
+                    ("with_description", "repository description"))
+"""The same counts of a developer page: rows with a display name, a popular repository, and
+that repository's description."""
 
 
-def drift_reason(current: ParseProfile, earlier: Sequence[ParseProfile]) -> str | None:
+def drift_reason(current: ParseProfile, earlier: Sequence[ParseProfile],
+                 fields: Sequence[tuple[str, str]] = REPOSITORY_FIELDS) -> str | None:
     """What the current parse lost against the list's earlier ones, or None.
 
     A field counts as the list's when at least half the rows had it in the median earlier
@@ -36,7 +42,7 @@ def drift_reason(current: ParseProfile, earlier: Sequence[ParseProfile]) -> str 
     if not current.rows or not before:
         return None
     usual_rows = median(p.rows for p in before)
-    lost = [name for attribute, name in _FIELDS
+    lost = [name for attribute, name in fields
             if median(getattr(p, attribute) / p.rows for p in before) >= 0.5
             and getattr(current, attribute) == 0]
     parts = [f"{', '.join(lost)} missing on all {current.rows} rows"] if lost else []

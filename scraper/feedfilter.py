@@ -6,7 +6,8 @@ observed, for the catalog's history: :class:`scraper.items.TrendingPageItem`). I
 would set a CSV's header (no ``full_name``, ``stars``… columns for the rows) and mix two shapes
 in a JSON file, so a feed leaves snapshots out unless its options name ``item_classes``
 (``FEEDS = {"pages.jsonl": {"format": "jsonlines", "item_classes":
-["scraper.items.TrendingPageItem"]}}``). The item store under ``data/items/`` keeps both.
+["scraper.items.TrendingPageItem"]}}``). The developer lists' rows are a shape of their own,
+left out the same way. The item store under ``data/items/`` keeps them all.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 from scrapy.extensions.feedexport import ItemFilter
 from scrapy.settings import BaseSettings
 
-from scraper.items import TrendingPageItem
+from scraper.items import TrendingDeveloperItem, TrendingDeveloperPageItem, TrendingPageItem
 
-SNAPSHOTS = (TrendingPageItem,)
+SNAPSHOTS = (TrendingPageItem, TrendingDeveloperPageItem, TrendingDeveloperItem)
+"""Left out of a feed that names no ``item_classes``: the page snapshots, and the developer
+rows (a second record shape: a feed of them names ``scraper.items.TrendingDeveloperItem``)."""
 FILTER_PATH = f"{__name__}.RowsOnly"
 
 

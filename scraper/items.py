@@ -93,6 +93,37 @@ class TrendingPageItem(CollectedItem):
     #                          supersedes an earlier reading of the same fetch in the catalog
 
 
+class TrendingDeveloperItem(CollectedItem):
+    """One row of a trending developers list (``/trending/developers``)."""
+
+    login = ContentField()
+    name = ContentField()    # display name; None when the page shows only the login
+    url = ContentField()
+    avatar_url = ContentField()
+    repo_full_name = ContentField()    # the "Popular repo" shown, owner/name, or None
+    repo_description = ContentField()  # as the page shows it
+    period = ContentField()
+    trending_language = ContentField()
+    rank = Field()
+
+
+class TrendingDeveloperPageItem(CollectedItem):
+    """One fetched trending developers page, whole (like :class:`TrendingPageItem`, never
+    deduplicated). Its rows are under ``developers``, so a catalog of any version tells it
+    from a repository page's snapshot (``rows``)."""
+
+    deduplicate: ClassVar[bool] = False
+    observed_at = Field()
+    period = ContentField()
+    trending_language = ContentField()
+    url = ContentField()
+    developers = ContentField()  # [{rank, login, name, avatar_url, repo_full_name,
+    #                               repo_description}, …] in page order
+    archive_sha256 = Field()
+    parser_version = Field()  # scraper.parsers.developers.PARSER_VERSION
+    parsed_at = Field()
+
+
 class SearchRepoItem(CollectedItem):
     query = ContentField()
     id = ContentField()

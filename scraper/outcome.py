@@ -73,8 +73,15 @@ def response_classes(stats: dict[str, Any]) -> dict[str, int]:
 
 
 def ok_answers(stats: dict[str, Any]) -> int:
-    """Answers that carried data: 2xx, and 304 (a conditional request's "unchanged")."""
-    prefix = "downloader/response_status_count/"
+    """Answers that carried data: 2xx, and 304 (a conditional request's "unchanged").
+
+    A robots.txt is no data: a docs round whose pages all failed after the host's robots.txt
+    came back 200 fetched nothing, and must say so rather than pass as healthy."""
+    return (_ok_count(stats, "downloader/response_status_count/")
+            - _ok_count(stats, "robotstxt/response_status_count/"))
+
+
+def _ok_count(stats: dict[str, Any], prefix: str) -> int:
     return sum(count for key, count in stats.items() if key.startswith(prefix)
                and isinstance(count, int) and (key[len(prefix):].startswith("2")
                                                or key.endswith("/304")))

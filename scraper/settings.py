@@ -65,6 +65,13 @@ languages."""
 TRENDING_PERIODS = ["daily", "weekly", "monthly"]
 TRENDING_SPOKEN_LANGUAGES = [""]
 """GitHub's spoken_language_code filter: "" = any spoken language, else ISO 639-1 codes."""
+TRENDING_DEVELOPERS_ENABLED = False
+"""The developer lists (``/trending/developers``): off unless ``spiders.trending.developers
+.enabled``, so an upgrade keeps the lists, shards and disk a box was planned for (README
+"Trending developers"). After the repository lists in the start list."""
+TRENDING_DEVELOPER_LANGUAGES = [""]
+"""The developer lists' languages ("" = all): GitHub's own developers page shows all."""
+TRENDING_DEVELOPER_PERIODS = ["daily", "weekly", "monthly"]
 SEARCH_QUERIES = ["topic:web-scraping", "language:python stars:>5000"]
 SEARCH_SORT = "stars"
 SEARCH_PER_PAGE = 100
@@ -219,9 +226,12 @@ its tree and Markdown would take a worker past 200 MB."""
 TRENDING_PARSER = "scraper.parsers.trending.parse_trending"
 """What reads a trending page into rows (``python -m runner reparse`` reads the archive with
 it too); its module's ``PARSER_VERSION`` is recorded with every page it reads."""
+TRENDING_DEVELOPERS_PARSER = "scraper.parsers.developers.parse_developers"
+"""What reads a trending developers page into rows (and reparse, an archived one)."""
 TRENDING_ARCHIVE_STORAGE = "scraper.stores.archive.FilesystemPageArchive"
-"""The page archive (scraper/stores/archive.py, the ``PageArchive`` protocol): every fetched
-trending page as served, each body once. Local to the box that fetched the page, in the
+"""The page archive (scraper/stores/archive.py; the ``PageArchiveStorage`` protocol of
+scraper/stores/base.py, built with ``build_from_crawler``): every fetched trending page (the
+developer lists' too) as served, each body once. Local to the box that fetched the page, in the
 distributed mode too."""
 TRENDING_ARCHIVE_RETENTION = None
 """Seconds an archived page is kept; None = forever. ``scrapy crawl`` sets it from the config's

@@ -20,6 +20,7 @@ MEMORY = {
     "BUDGET_STORAGE": "scraper.stores.memory.MemoryBudgetStorage",
     "ETAG_STORAGE": "scraper.stores.memory.MemoryEtagStorage",
     "SLICEPLAN_STORAGE": "scraper.stores.memory.MemorySlicePlanStorage",
+    "TRENDING_ARCHIVE_STORAGE": "scraper.stores.memory.MemoryPageArchive",
 }
 """Every ``*_STORAGE`` setting pointing at the in-memory stores."""
 

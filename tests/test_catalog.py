@@ -73,7 +73,10 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> Any:
     try:
         collector = Collector(tmp / "home")
         collector.configure(github=github, docs_urls=[f"{docs.url()}/site0/"], spiders={
-            "trending": {"languages": LANGUAGES, "periods": PERIODS},
+            # One developer list too: every data table of the catalog has rows.
+            "trending": {"languages": LANGUAGES, "periods": PERIODS,
+                         "developers": {"enabled": True, "languages": [""],
+                                        "periods": ["daily"]}},
             "search": {"queries": ["topic:web-scraping"], "per_page": 30},
             "docs": {"max_pages_per_site": 12, "refresh_after": 0},
         })
@@ -189,7 +192,7 @@ def test_observations_are_exactly_the_rows_served_unchanged_rows_included(built:
         # The first two rounds served the same page: the rows are observations twice, although
         # the content-hash dedup wrote none of them the second time.
         assert rounds[0] == rounds[1]
-    written = [item for item in built.collector.items("trending") if "rows" not in item]
+    written = [item for item in built.collector.items("trending") if "full_name" in item]
     assert len(written) < sum(len(r) for rounds in built.served.values() for r in rounds)
 
 
@@ -475,7 +478,14 @@ def test_feeds_validate_as_atom_one_entry_per_repository_new_on_the_list(built: 
     feeds = built.collector.data_dir / "feeds"
     # (the docs site's feed of changed pages is tests/test_docs_llms.py's)
     assert sorted(p.name for p in feeds.glob("trending-*")) == [
-        "trending-daily-all.atom", "trending-daily-python.atom"]
+        "trending-daily-all.atom", "trending-daily-python.atom",
+        "trending-developers-daily-all.atom"]
+    developers = etree.parse(str(feeds / "trending-developers-daily-all.atom")).getroot()
+    assert developers.tag == f"{ATOM}feed"
+    assert [e.find(f"{ATOM}link").get("href").removeprefix(built.web_url + "/")
+            for e in developers.findall(f"{ATOM}entry")] == [login for login, in conn.execute(
+                "SELECT login FROM trending_developer_history ORDER BY first_seen DESC, login "
+                "LIMIT 50")]
     for language in LANGUAGES:
         root = etree.parse(str(feeds / f"trending-daily-{language or 'all'}.atom")).getroot()
         assert root.tag == f"{ATOM}feed"
@@ -513,9 +523,11 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
     hidden = {name for name, spec in database["tables"].items() if spec.get("hidden")}
     assert hidden == {"budget_samples", "loaded_files", "size_samples"}
     assert set(database["queries"]) == {"rising_this_week", "longest_on_trending",
-                                        "when_was_it_trending", "recently_changed_docs"}
+                                        "when_was_it_trending", "recently_changed_docs",
+                                        "when_was_a_developer_trending"}
     (name,) = conn.execute("SELECT full_name FROM trending_history LIMIT 1").fetchone()
-    results = {query_name: conn.execute(query["sql"], {"full_name": name}).fetchall()
+    results = {query_name: conn.execute(query["sql"], {"full_name": name,
+                                                       "login": "octocat"}).fetchall()
                for query_name, query in database["queries"].items()}
     assert results["rising_this_week"] and results["longest_on_trending"]
     assert results["when_was_it_trending"]

@@ -31,7 +31,7 @@ INVALID = [
     ("unknown-nested-key", "spiders:\n  trending:\n    langs: [python]\n",
      "spiders.trending.langs", None,
      "expected one of weight, languages, periods, spoken_languages, archive_retention, "
-     "round_interval, settings"),
+     "developers, round_interval, settings"),
     ("unknown-spider", "spiders:\n  stars: {}\n", "spiders.stars", None,
      "expected one of trending, search, docs"),
     ("unknown-github-key", "github:\n  token: abc\n", "github.token", None, "token_env"),

@@ -137,6 +137,25 @@ def test_scrapy_crawl_that_fetched_nothing_says_why_and_exits_5(collector: Colle
     assert "Connection was refused" in summary
 
 
+def test_a_robots_txt_is_no_data_a_round_whose_pages_all_failed_exits_5(
+        collector: Collector, tmp_path) -> None:
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "robots.txt").write_text("User-agent: *\nAllow: /\n")  # and no /docs/ at all
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        collector.configure(docs_urls=[f"http://127.0.0.1:{server.server_port}/docs/"])
+        result = collector.crawl("docs")
+    finally:
+        server.shutdown()
+    assert result.returncode == NOTHING_FETCHED_EXIT, result.stderr[-2000:]
+    summary = result.stderr.strip().splitlines()[-1]
+    assert "fetched nothing in 2 requests" in summary, summary
+    assert collector.worker_state("docs")["failed_rounds"] == 1
+
+
 @pytest.mark.timeout(120)
 def test_foreground_runner_says_once_when_a_spider_gets_no_data_and_once_when_it_flows(
         collector: Collector, tmp_path) -> None:

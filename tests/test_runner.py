@@ -36,6 +36,16 @@ def hashes(collector: Collector, spider: str) -> set[str]:
 
 
 
+def round_lines(collector: Collector, spider: str) -> str:
+    """Each shard's round summary lines and item files, for a failure's message."""
+    lines = [line for log in sorted((collector.data_dir / "logs").glob(f"{spider}-*.log"))
+             for line in log.read_text(encoding="utf-8").splitlines()
+             if line.startswith(f"{spider} ") or " ERROR: " in line or " WARNING: " in line]
+    files = [f"{path.name}: {len(path.read_bytes().splitlines())} lines"
+             for path in collector.item_files(spider)]
+    return "\n".join(lines + files)
+
+
 def status_json(collector: Collector) -> dict[str, Any]:
     result = collector.runner("status", "--json")
     status = json.loads(result.stdout)
@@ -85,7 +95,11 @@ def test_once_with_six_workers_equals_unsharded_crawls(
         assert done.returncode == 0, done.stderr
         expected = hashes(plain, spider)
         assert expected, f"the unsharded {spider} crawl collected nothing"
-        assert hashes(sharded, spider) == expected, spider
+        got = hashes(sharded, spider)
+        assert got == expected, (
+            f"{spider}: {len(got)} items sharded, {len(expected)} unsharded, "
+            f"{len(expected - got)} only unsharded, {len(got - expected)} only sharded\n"
+            f"{result.stdout}{round_lines(sharded, spider)}\n{done.stderr[-1500:]}")
         # each shard wrote its own files, and no item is in two shards
         shards = {item["shard"] for item in sharded.items(spider)}
         assert len(shards) == {"docs": 3, "trending": 2, "search": 1}[spider]

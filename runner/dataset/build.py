@@ -30,7 +30,9 @@ from typing import Any
 from runner.dataset import trending
 from runner.dataset.records import (
     BadRecord,
+    developer_snapshot,
     docs_row,
+    is_developer_snapshot,
     is_page_snapshot,
     page_snapshot,
     parse_line,
@@ -254,8 +256,8 @@ class _Buffers:
     """Rows waiting for ``executemany``, flushed every :data:`CHUNK` rows."""
 
     SQL = {
-        "snap": trending.INSERT_SNAP,
-        "snaprows": trending.INSERT_SNAPROWS,
+        **{f"{kind.temp}{table}": sql for kind in trending.KINDS
+           for table, sql in (("snap", kind.insert_snap), ("snaprows", kind.insert_snaprows))},
         "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
         "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     }
@@ -269,6 +271,13 @@ class _Buffers:
         buffer.extend(rows)
         if len(buffer) >= CHUNK:
             self.flush(name)
+
+    def snapshot(self, kind: trending.ListTables, key: tuple[Any, ...],
+                 rows: list[tuple[Any, ...]]) -> None:
+        """A page snapshot: its rows once per distinct page, the fetch naming them."""
+        rows_hash = trending.page_hash(rows)
+        self.add(f"{kind.temp}snaprows", [(rows_hash, *row) for row in rows])
+        self.add(f"{kind.temp}snap", [(*key, rows_hash)])
 
     def flush(self, name: str | None = None) -> None:
         for key in [name] if name else list(self.rows):
@@ -339,10 +348,10 @@ def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], li
             if not isinstance(record, dict):
                 raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
             if is_page_snapshot(record):
-                key, rows = page_snapshot(record)
-                rows_hash = trending.page_hash(rows)
-                buffers.add("snaprows", [(rows_hash, *row) for row in rows])
-                buffers.add("snap", [(*key, rows_hash)])
+                buffers.snapshot(trending.REPOSITORY_LISTS, *page_snapshot(record))
+                continue
+            if is_developer_snapshot(record):
+                buffers.snapshot(trending.DEVELOPER_LISTS, *developer_snapshot(record))
                 continue
             spider = record.get("spider")
             if spider == "search":

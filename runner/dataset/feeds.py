@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from runner.dataset.queries import NEW_ON_LIST
+from runner.dataset.queries import NEW_DEVELOPER_ON_LIST, NEW_ON_LIST
 from scraper.layout import DataLayout
 
 FEED_ENTRIES = 50
@@ -30,12 +30,18 @@ def feed_name(period: str, language: str, spoken: str = "") -> str:
     return f"trending-{period}-{language or 'all'}{f'-{spoken}' if spoken else ''}.atom"
 
 
+def developer_feed_name(period: str, language: str) -> str:
+    return f"trending-developers-{period}-{language or 'all'}.atom"
+
+
 def write_feeds(conn: Any, layout: DataLayout, web_url: str, *,
                 warn: Callable[[str], None]) -> list[Path]:
     """Rewrite every trending list's feed; returns the files written."""
     lists = conn.execute("SELECT period, trending_language, spoken_language_code "
                          "FROM trending_lists ORDER BY 1, 2, 3").fetchall()
-    if not lists:
+    developer_lists = conn.execute("SELECT period, trending_language "
+                                   "FROM trending_developer_lists ORDER BY 1, 2").fetchall()
+    if not lists and not developer_lists:
         return []
     if importlib.util.find_spec("feedgen") is None:
         warn(FEEDS_HINT)
@@ -49,13 +55,44 @@ def write_feeds(conn: Any, layout: DataLayout, web_url: str, *,
         path = directory / feed_name(period, language, spoken)
         _replace(path, render_feed(period, language, entries, web_url, spoken))
         written.append(path)
+    for period, language in developer_lists:
+        entries = conn.execute(NEW_DEVELOPER_ON_LIST, {"period": period, "language": language,
+                                                       "limit": FEED_ENTRIES}).fetchall()
+        path = directory / developer_feed_name(period, language)
+        _replace(path, render_developer_feed(period, language, entries, web_url))
+        written.append(path)
     return written
+
+
+def _feed(urn: str, label: str, what: str, list_url: str, self_name: str) -> Any:
+    """A list's feed, before its entries."""
+    from feedgen.feed import FeedGenerator
+
+    feed = FeedGenerator()
+    feed.id(urn)
+    feed.title(f"New on GitHub {label}")
+    feed.subtitle(f"{what} newly on the GitHub {label} list, as hubcollect saw them")
+    feed.author({"name": "hubcollect"})
+    feed.link(href=list_url, rel="alternate")
+    # Relative: the feed's own name, resolved against wherever it is served from (RFC 4287
+    # allows a reference; a reader that subscribes knows the URL it fetched).
+    feed.link(href=self_name, rel="self")
+    feed.language("en")
+    return feed
+
+
+def _entry(feed: Any, urn: str, title: str, link: str, first_seen: str, summary: str) -> None:
+    entry = feed.add_entry()
+    entry.id(urn)
+    entry.title(title)
+    entry.link(href=link, rel="alternate")
+    entry.updated(first_seen)
+    entry.published(first_seen)
+    entry.summary(summary)
 
 
 def render_feed(period: str, language: str, entries: list[tuple[Any, ...]],
                 web_url: str, spoken: str = "") -> bytes:
-    from feedgen.feed import FeedGenerator
-
     label = f"{period} trending, {language or 'all languages'}"
     list_id = quote(language or 'all', safe='')
     query = f"?since={period}"
@@ -64,28 +101,36 @@ def render_feed(period: str, language: str, entries: list[tuple[Any, ...]],
         list_id += f":{spoken}"
         query += f"&spoken_language_code={spoken}"
     list_url = f"{web_url}/trending/{language}" if language else f"{web_url}/trending"
-    feed = FeedGenerator()
-    feed.id(f"urn:hubcollect:trending:{period}:{list_id}")
-    feed.title(f"New on GitHub {label}")
-    feed.subtitle(f"Repositories newly on the GitHub {label} list, as hubcollect saw them")
-    feed.author({"name": "hubcollect"})
-    feed.link(href=f"{list_url}{query}", rel="alternate")
-    # Relative: the feed's own name, resolved against wherever it is served from (RFC 4287
-    # allows a reference; a reader that subscribes knows the URL it fetched).
-    feed.link(href=feed_name(period, language, spoken), rel="self")
-    feed.language("en")
+    feed = _feed(f"urn:hubcollect:trending:{period}:{list_id}", label, "Repositories",
+                 f"{list_url}{query}", feed_name(period, language, spoken))
     # Newest first in the feed: feedgen writes entries in reverse order of adding.
     for full_name, first_seen, best_rank, stars, description, repo_language, rank in \
             reversed(entries):
-        entry = feed.add_entry()
-        entry.id(f"urn:hubcollect:trending:{period}:{list_id}:{full_name}:{first_seen}")
-        entry.title(f"{full_name} is on {label} (#{rank or best_rank})")
-        entry.link(href=f"{web_url}/{full_name}", rel="alternate")
-        entry.updated(first_seen)
-        entry.published(first_seen)
         details = [f"{stars:,} stars" if stars is not None else None, repo_language]
         summary = " · ".join(x for x in details if x)
-        entry.summary(f"{description} ({summary})" if description else summary or full_name)
+        _entry(feed, f"urn:hubcollect:trending:{period}:{list_id}:{full_name}:{first_seen}",
+               f"{full_name} is on {label} (#{rank or best_rank})", f"{web_url}/{full_name}",
+               first_seen, f"{description} ({summary})" if description
+               else summary or full_name)
+    feed.updated(entries[0][1] if entries else "1970-01-01T00:00:00Z")
+    return feed.atom_str(pretty=True)
+
+
+def render_developer_feed(period: str, language: str, entries: list[tuple[Any, ...]],
+                          web_url: str) -> bytes:
+    label = f"{period} trending developers, {language or 'all languages'}"
+    list_id = quote(language or 'all', safe='')
+    path = f"/trending/developers/{language}" if language else "/trending/developers"
+    feed = _feed(f"urn:hubcollect:trending-developers:{period}:{list_id}", label,
+                 "Developers", f"{web_url}{path}?since={period}",
+                 developer_feed_name(period, language))
+    for login, first_seen, best_rank, name, repo, description, rank in reversed(entries):
+        who = f"{name} ({login})" if name else login
+        shown = f"popular repo {repo}" + (f": {description}" if description else "") \
+            if repo else "no popular repository shown"
+        _entry(feed, f"urn:hubcollect:trending-developers:{period}:{list_id}:{login}:"
+               f"{first_seen}", f"{who} is on {label} (#{rank or best_rank})",
+               f"{web_url}/{login}", first_seen, shown)
     feed.updated(entries[0][1] if entries else "1970-01-01T00:00:00Z")
     return feed.atom_str(pretty=True)
 

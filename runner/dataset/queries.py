@@ -75,3 +75,36 @@ WHERE versions > 1
 ORDER BY last_changed DESC, url
 LIMIT :limit
 """.strip()
+
+WHEN_DEVELOPER_TRENDING = """
+SELECT h.period, h.trending_language, h.first_seen, h.last_seen,
+       (SELECT count(DISTINCT substr(f.observed_at, 1, 10))
+        FROM trending_developer_page_rows r
+        JOIN trending_developer_fetches f ON f.page_id = r.page_id
+        JOIN trending_developer_lists l ON l.list_id = f.list_id
+        WHERE r.login = h.login AND l.period = h.period
+          AND l.trending_language = h.trending_language) AS days,
+       h.observations, h.best_rank, h.repo_first, h.repo_last,
+       (SELECT r.name FROM trending_developer_page_rows r
+        JOIN trending_developer_fetches f ON f.page_id = r.page_id
+        JOIN trending_developer_lists l ON l.list_id = f.list_id
+        WHERE r.login = h.login AND l.period = h.period
+          AND l.trending_language = h.trending_language AND f.observed_at = h.last_seen
+        LIMIT 1) AS name
+FROM trending_developer_history h
+WHERE h.login = :login
+ORDER BY h.first_seen, h.period, h.trending_language
+""".strip()
+"""Each developer list a login appeared on: first and last seen, days, observations, best
+rank, the popular repository shown at entry and at exit, and the name shown last."""
+
+NEW_DEVELOPER_ON_LIST = """
+SELECT h.login, h.first_seen, h.best_rank, r.name, r.repo_full_name, r.repo_description, r.rank
+FROM trending_developer_history h
+JOIN trending_developer_lists l ON l.period = h.period AND l.trending_language = h.trending_language
+LEFT JOIN trending_developer_fetches f ON f.list_id = l.list_id AND f.observed_at = h.first_seen
+LEFT JOIN trending_developer_page_rows r ON r.page_id = f.page_id AND r.login = h.login
+WHERE h.period = :period AND h.trending_language = :language
+ORDER BY h.first_seen DESC, h.login LIMIT :limit
+""".strip()
+"""A developer list's newest arrivals (the feeds): each with the row it entered with."""

@@ -54,13 +54,8 @@ def stamp(record: dict[str, Any], name: str = "collected_at") -> str:
     return value
 
 
-def is_page_snapshot(record: dict[str, Any]) -> bool:
-    return "rows" in record
-
-
-def page_snapshot(record: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
-    """A trending page snapshot → ((period, trending_language, spoken_language_code,
-    observed_at, parsed_at), its rows as ``runner.dataset.trending.ROW_COLUMNS`` tuples)."""
+def _snapshot_of(record: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(period, trending_language or '', observed_at, parsed_at) of a page snapshot."""
     observed_at = stamp(record, "observed_at")
     # Snapshots of earlier versions name no parse: read when fetched.
     parsed_at = stamp(record, "parsed_at") if record.get("parsed_at") is not None \
@@ -68,6 +63,17 @@ def page_snapshot(record: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[A
     period = _field(record, "period", str, "daily, weekly or monthly")
     language = _field(record, "trending_language", str, "a language slug or null",
                       optional=True) or ""
+    return period, language, observed_at, parsed_at
+
+
+def is_page_snapshot(record: dict[str, Any]) -> bool:
+    return "rows" in record
+
+
+def page_snapshot(record: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+    """A trending page snapshot → ((period, trending_language, spoken_language_code,
+    observed_at, parsed_at), its rows as ``runner.dataset.trending.ROW_COLUMNS`` tuples)."""
+    period, language, observed_at, parsed_at = _snapshot_of(record)
     spoken = _field(record, "spoken_language_code", str, "a spoken language code or null",
                     optional=True) or ""
     rows = _field(record, "rows", list, "a list of rows")
@@ -87,6 +93,31 @@ def page_snapshot(record: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[A
             raise BadRecord(f"rows[{i}].{exc}") from None
     out.sort()
     return (period, language, spoken, observed_at, parsed_at), out
+
+
+def is_developer_snapshot(record: dict[str, Any]) -> bool:
+    return "developers" in record
+
+
+def developer_snapshot(record: dict[str, Any]
+                       ) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+    """A trending developers page snapshot → ((period, trending_language, observed_at,
+    parsed_at), its rows as ``runner.dataset.trending.DEVELOPER_ROW_COLUMNS`` tuples)."""
+    period, language, observed_at, parsed_at = _snapshot_of(record)
+    rows = _field(record, "developers", list, "a list of rows")
+    out = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise BadRecord(f"developers[{i}]: {row!r:.60} is not an object")
+        try:
+            out.append((_field(row, "rank", int, "a rank (integer)"),
+                        _field(row, "login", str, "a login"),
+                        *(_field(row, name, str, "text", optional=True) for name in
+                          ("name", "repo_full_name", "repo_description", "avatar_url"))))
+        except BadRecord as exc:
+            raise BadRecord(f"developers[{i}].{exc}") from None
+    out.sort()
+    return (period, language, observed_at, parsed_at), out
 
 
 def search_row(record: dict[str, Any]) -> tuple[Any, ...]:

@@ -68,15 +68,15 @@ def register(parser: argparse.ArgumentParser,
 def cmd_reparse(args: argparse.Namespace, config: CollectorConfig) -> int:
     # Scrapy and the spider only when the command runs: every runner command builds the parser.
     from scrapy.crawler import Crawler
-    from scrapy.utils.misc import load_object
 
     from runner.dataset.build import build_catalog
+    from scraper.stores.base import build_store
     from spiders.trending import TrendingSpider
 
     layout = DataLayout(config.data_dir)
     settings = trending_settings(config)
-    crawler = Crawler(TrendingSpider, settings)
-    archive: PageArchive = load_object(settings["TRENDING_ARCHIVE_STORAGE"]).from_crawler(crawler)
+    archive: PageArchive = build_store(Crawler(TrendingSpider, settings),
+                                       "TRENDING_ARCHIVE_STORAGE")
     try:
         read, changed, path = reparse(archive, settings, config, layout, args.since)
     finally:
@@ -90,13 +90,25 @@ def cmd_reparse(args: argparse.Namespace, config: CollectorConfig) -> int:
 
 def reparse(archive: PageArchive, settings: Settings, config: CollectorConfig,
             layout: DataLayout, since: str | None) -> tuple[int, int, str | None]:
-    """Returns (pages read, pages read differently, the snapshot file written or None)."""
+    """Returns (pages read, pages read differently, the snapshot file written or None).
+
+    Each page is read as the spider reads it (:func:`scraper.trendingpages.read_rows`): cut at
+    ``TRENDING_MAX_ELEMENTS`` start tags before it is parsed, at most ``TRENDING_MAX_ROWS``
+    rows, so an archived hostile page costs a re-parse no more than it cost the crawl."""
     from pipelines.itemstore import PART_SUFFIX, json_line
     from scraper.stores.archive import ArchivedPage
-    from scraper.trendingpages import load_parser, parse_profile, snapshot_rows
+    from scraper.trendingpages import (
+        KINDS,
+        load_parser,
+        parse_list_key,
+        parse_profile,
+        read_rows,
+        snapshot_of,
+    )
 
-    parser, version = load_parser(settings)
+    parsers = {kind: load_parser(settings, kind) for kind in KINDS}
     cap = settings.getint("TRENDING_MAX_ROWS")
+    elements = settings.getint("TRENDING_MAX_ELEMENTS")
     directory = layout.items_dir("trending")
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"trending-reparse-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
@@ -106,9 +118,12 @@ def reparse(archive: PageArchive, settings: Settings, config: CollectorConfig,
     with open(part, "wb") as out:
         for page in archive.pages(since):
             read += 1
-            rows = parser(archive.body(page), config.github.web_url, max_rows=cap)
-            snapshot = snapshot_rows(rows)
-            profile = parse_profile(snapshot)
+            kind = parse_list_key(page.list_key)[0]
+            parser, version = parsers[kind]
+            rows, _ = read_rows(parser, archive.body(page), None, config.github.web_url,
+                                cap, elements)
+            snapshot = snapshot_of(kind, rows)
+            profile = parse_profile(snapshot, kind)
             if profile.rows_hash == page.profile.rows_hash:
                 continue
             if snapshot:
@@ -132,14 +147,14 @@ def reparse(archive: PageArchive, settings: Settings, config: CollectorConfig,
 
 
 def _snapshot(page: ArchivedPage, rows: list[dict[str, Any]], version: str) -> Any:
-    from scraper.items import TrendingPageItem, content_hash, utc_stamp
+    from scraper.items import content_hash, utc_stamp
+    from scraper.trendingpages import page_item, parse_list_key
     from spiders.trending import now_ms
 
-    period, language, spoken = page.list_key.split("|")
-    item = TrendingPageItem(
-        observed_at=page.observed_at, period=period, trending_language=language or None,
-        spoken_language_code=spoken or None, url=page.url, rows=rows,
-        archive_sha256=page.sha256, parser_version=version, parsed_at=now_ms(),
-        spider="trending", shard=None, collected_at=utc_stamp())
+    kind, period, language, spoken = parse_list_key(page.list_key)
+    item = page_item(kind, observed_at=page.observed_at, period=period, language=language,
+                     spoken=spoken, url=page.url, rows=rows, archive_sha256=page.sha256,
+                     parser_version=version, parsed_at=now_ms())
+    item.update(spider="trending", shard=None, collected_at=utc_stamp())
     item["content_hash"] = content_hash(item)
     return item

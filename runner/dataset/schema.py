@@ -53,6 +53,15 @@ _PAGE_ROW = (
     ("description", "TEXT", "the repository's description"),
 )
 """A trending page's row, as a distinct page stores it and the observations view shows it."""
+_DEVELOPER_ROW = (
+    ("rank", "INTEGER NOT NULL", "position on the page, from 1"),
+    ("login", "TEXT NOT NULL", "the developer's GitHub login"),
+    ("name", "TEXT", "the display name, as the page says; null when it shows only the login"),
+    ("repo_full_name", "TEXT", "the popular repository shown (owner/name); null when none"),
+    ("repo_description", "TEXT", "its description, as the page shows it"),
+    ("avatar_url", "TEXT", "the avatar image the page shows"),
+)
+"""A trending developers page's row."""
 _LIST = (
     ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
     ("trending_language", "TEXT NOT NULL", "the list's language slug; '' for all languages"),
@@ -108,6 +117,51 @@ TABLES: tuple[Table, ...] = (
         ("stars_first", "INTEGER", "stars at first_seen"),
         ("stars_last", "INTEGER", "stars at last_seen"),
     ), key=("full_name", "period", "trending_language", "spoken_language_code")),
+    Table("trending_developer_lists", "The trending developer lists observed", (
+        ("list_id", "INTEGER NOT NULL", "the list's number in this catalog"),
+        *_LIST,
+    ), key=("list_id",), rowid=True, unique=("period", "trending_language")),
+    Table("trending_developer_fetches", "Every fetch of a trending developer list: when, and "
+          "which page it showed", (
+        ("observed_at", "TEXT NOT NULL",
+         "when the page was fetched, ISO-8601 UTC with milliseconds"),
+        ("list_id", "INTEGER NOT NULL", "trending_developer_lists.list_id"),
+        ("page_id", "INTEGER NOT NULL", "trending_developer_pages.page_id: the rows it showed"),
+        ("parsed_at", "TEXT", "when its rows were read, if not when fetched (a re-parse); "
+                              "null = when fetched"),
+    ), key=("observed_at", "list_id")),
+    Table("trending_developer_pages", "Each distinct content a trending developers page has "
+          "shown", (
+        ("page_id", "INTEGER NOT NULL", "the page content's number in this catalog"),
+        ("rows_hash", "TEXT NOT NULL", "sha256 of its rows: identical pages are stored once"),
+    ), key=("page_id",), rowid=True, unique=("rows_hash",)),
+    Table("trending_developer_page_rows", "The rows of each distinct trending developers page", (
+        ("page_id", "INTEGER NOT NULL", "trending_developer_pages.page_id"),
+        *_DEVELOPER_ROW,
+    ), key=("page_id", "rank")),
+    Table("trending_developer_observations", "Every row of every trending developers page "
+          "fetched (a view over trending_developer_fetches and trending_developer_page_rows)", (
+        ("observed_at", "TEXT NOT NULL",
+         "when the page was fetched, ISO-8601 UTC with milliseconds"),
+        *_LIST,
+        *_DEVELOPER_ROW,
+    ), key=("period", "trending_language", "observed_at", "rank"),
+          view="SELECT f.observed_at, l.period, l.trending_language, r.rank, r.login, r.name, "
+               "r.repo_full_name, r.repo_description, r.avatar_url "
+               "FROM trending_developer_fetches f JOIN trending_developer_lists l "
+               "USING (list_id) JOIN trending_developer_page_rows r USING (page_id)"),
+    Table("trending_developer_history", "Each developer's time on each trending developer "
+          "list", (
+        ("login", "TEXT NOT NULL", "the developer's GitHub login"),
+        ("period", "TEXT NOT NULL", "daily, weekly or monthly"),
+        ("trending_language", "TEXT NOT NULL", "'' for all languages"),
+        ("first_seen", "TEXT NOT NULL", "observed_at of its first observation on this list"),
+        ("last_seen", "TEXT NOT NULL", "observed_at of its last observation on this list"),
+        ("observations", "INTEGER NOT NULL", "how many fetched pages of this list showed it"),
+        ("best_rank", "INTEGER NOT NULL", "its best (lowest) rank on this list"),
+        ("repo_first", "TEXT", "the popular repository shown at first_seen (owner/name)"),
+        ("repo_last", "TEXT", "the popular repository shown at last_seen"),
+    ), key=("login", "period", "trending_language")),
     Table("repos", "Latest search result per repository", (
         ("id", "INTEGER NOT NULL", "GitHub's repository id"),
         ("full_name", "TEXT", "owner/name (latest)"),
@@ -189,6 +243,11 @@ INDEXES = (
     "CREATE INDEX IF NOT EXISTS page_rows_by_name ON trending_page_rows (full_name)",
     "CREATE INDEX IF NOT EXISTS history_by_first_seen ON trending_history "
     "(period, trending_language, spoken_language_code, first_seen)",
+    "CREATE INDEX IF NOT EXISTS developer_fetches_by_page ON trending_developer_fetches "
+    "(page_id)",
+    "CREATE INDEX IF NOT EXISTS developer_rows_by_login ON trending_developer_page_rows (login)",
+    "CREATE INDEX IF NOT EXISTS developer_history_by_first_seen ON trending_developer_history "
+    "(period, trending_language, first_seen)",
 )
 SCHEMA_VERSION = 2
 """``PRAGMA user_version``: 2 keeps each distinct trending page once (trending_pages) and

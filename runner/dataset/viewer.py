@@ -42,6 +42,10 @@ def metadata(database: str = "catalog") -> dict[str, Any]:
                                  "(owner/name) appeared on: first and last seen, days on the "
                                  "list, best rank, stars at entry and exit",
                                  queries.WHEN_TRENDING),
+        "when_was_a_developer_trending": ("When was a developer trending", "Each trending "
+                                          "developer list a login appeared on: first and last "
+                                          "seen, days, best rank, the popular repository at "
+                                          "entry and exit", queries.WHEN_DEVELOPER_TRENDING),
         "recently_changed_docs": ("Recently changed docs pages", "Documentation pages whose "
                                   "content changed, newest change first",
                                   queries.RECENTLY_CHANGED_DOCS),

@@ -8,7 +8,9 @@ The markup has shifted over the years (``ol.repo-list > li`` -> ``article.Box-ro
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import unquote, urljoin, urlsplit
 
 from parsel import Selector
@@ -55,15 +57,29 @@ def parse_trending(html: str | bytes, base_url: str,
     Rows without a usable ``/owner/name`` heading link are skipped, and ranks stay 1..n.
     Parsing stops after ``max_rows`` rows: a page with thousands costs no more than that.
     """
+    sel = selector_of(html)
+    if sel is None:
+        return []
+    return parsed_rows(sel.css(_ROW_CSS) or sel.css(_LEGACY_ROW_CSS), _parse_row, base_url,
+                       max_rows)
+
+
+Row = TypeVar("Row")
+
+
+def selector_of(html: str | bytes) -> Selector | None:
+    """The page's tree, or None for a blank page."""
     if isinstance(html, bytes):
         html = html.decode("utf-8", errors="replace")
-    if not html.strip():
-        return []
-    sel = Selector(text=html)
-    row_nodes = sel.css(_ROW_CSS) or sel.css(_LEGACY_ROW_CSS)
-    rows: list[TrendingRow] = []
-    for node in row_nodes:
-        row = _parse_row(node, rank=len(rows) + 1, base_url=base_url)
+    return Selector(text=html) if html.strip() else None
+
+
+def parsed_rows(nodes: Iterable[Selector], parse_row: Callable[..., Row | None], base_url: str,
+                max_rows: int | None) -> list[Row]:
+    """``parse_row`` of each node that is a row, ranked 1..n, at most ``max_rows``."""
+    rows: list[Row] = []
+    for node in nodes:
+        row = parse_row(node, rank=len(rows) + 1, base_url=base_url)
         if row is not None:
             rows.append(row)
             if len(rows) == max_rows:

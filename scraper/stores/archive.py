@@ -8,8 +8,9 @@ values of its first fetch; a fetch records only the values that differ from thos
 hundred bytes), and the body is put back together byte for byte (its sha256 as served is
 recorded and checked). Each fetch is a small record (URL, the list it is, when, HTTP status,
 the body's sha256, the parser version that read it and what that parse found), so an unchanged
-page costs a record, not a page. The store is chosen by ``TRENDING_ARCHIVE_STORAGE``
-(a class with ``from_crawler``, like Scrapy's ``HTTPCACHE_STORAGE``); the default keeps bodies
+page costs a record, not a page. The store is chosen by ``TRENDING_ARCHIVE_STORAGE``, like the
+other stores (:mod:`scraper.stores.base`: the ``PageArchiveStorage`` protocol, built with
+Scrapy's ``build_from_crawler``, as Scrapy builds ``HTTPCACHE_STORAGE``); the default keeps bodies
 under ``{data_dir}/archive/{spider}/`` and records in ``{data_dir}/state/archive/{spider}.sqlite``.
 
 Crash safety: a body is written to a temporary name, fsynced and renamed before the record
@@ -29,18 +30,20 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from scrapy.crawler import Crawler
 
 from scraper.layout import DataLayout
 from scraper.statefile import private_dirs
+from scraper.stores.base import AlwaysUp, PageArchiveStorage
 from scraper.stores.sqlite import open_store, transaction
 
 
 @dataclass(frozen=True, slots=True)
 class ParseProfile:
-    """What one parse of a page found: the figures markup drift is judged by."""
+    """What one parse of a page found: the figures markup drift is judged by. On a developer
+    page the three counts are rows with a display name, with a popular repository and with its
+    description (scraper/drift.py's ``DEVELOPER_FIELDS``)."""
 
     rows: int = 0
     with_language: int = 0  # rows with a language
@@ -63,31 +66,8 @@ class ArchivedPage:
     drifted: bool = False  # its rows lost what the list had (scraper/drift.py)
 
 
-@runtime_checkable
-class PageArchive(Protocol):
-    """What the spiders and ``python -m runner reparse`` need of an archive."""
-
-    def put(self, page: ArchivedPage, body: bytes) -> None:
-        """Keep ``body`` (once per sha256) and record the fetch."""
-
-    def body(self, page: ArchivedPage) -> bytes:
-        """The page's body as it was served."""
-
-    def pages(self, since: str | None = None) -> Iterator[ArchivedPage]:
-        """Every recorded fetch (observed at or after ``since``), oldest first."""
-
-    def recent(self, list_key: str, limit: int, before: str) -> list[ArchivedPage]:
-        """The list's last ``limit`` fetches observed before ``before`` that were not drifted,
-        newest first: a markup change stays drift until the parser reads it again."""
-
-    def reparsed(self, page: ArchivedPage) -> None:
-        """Record that ``page`` (same url and observed_at) was read again by a newer parse."""
-
-    def prune(self, older_than: str) -> int:
-        """Forget fetches observed before ``older_than`` and the bodies only they named;
-        returns how many fetches were forgotten."""
-
-    def close(self) -> None: ...
+PageArchive = PageArchiveStorage
+"""The protocol's earlier name (:class:`scraper.stores.base.PageArchiveStorage`)."""
 
 
 def body_sha256(body: bytes) -> str:
@@ -120,8 +100,9 @@ def join_volatile(template: bytes, values: list[str]) -> bytes:
     return b"".join(out)
 
 
-class FilesystemPageArchive:
-    """Bodies as ``{sha256[:2]}/{sha256}.gz`` files, fetch records in one SQLite store."""
+class FilesystemPageArchive(AlwaysUp):
+    """Bodies as ``{sha256[:2]}/{sha256}.gz`` files, fetch records in one SQLite store; a
+    :class:`~scraper.stores.base.PageArchiveStorage`, built by ``build_from_crawler``."""
 
     KIND = "page-archive"
     VERSION = 1

@@ -2,10 +2,11 @@
 ``HTTPCACHE_STORAGE`` asks of a cache storage.
 
 A setting names the class (``DELTAFETCH_STORAGE``, ``CONTENTHASH_STORAGE``, ``BUDGET_STORAGE``,
-``ETAG_STORAGE``, ``SLICEPLAN_STORAGE``; defaults in :mod:`scraper.settings`); the component
-builds it with Scrapy's ``build_from_crawler``. Implementations: :mod:`scraper.stores.sqlite`
-(one machine), :mod:`scraper.stores.redis` (the distributed mode), :mod:`scraper.stores.memory`
-(in-process tests).
+``ETAG_STORAGE``, ``SLICEPLAN_STORAGE``, ``TRENDING_ARCHIVE_STORAGE``; defaults in
+:mod:`scraper.settings`); the component builds it with Scrapy's ``build_from_crawler``.
+Implementations: :mod:`scraper.stores.sqlite` (one machine), :mod:`scraper.stores.redis` (the
+distributed mode), :mod:`scraper.stores.memory` (in-process tests); the page archive's is
+:mod:`scraper.stores.archive` (local files on every box).
 
 The outage contract, the same for every store, handled once in each component:
 
@@ -21,13 +22,16 @@ The outage contract, the same for every store, handled once in each component:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scraper.searchslices import Slice
+
+if TYPE_CHECKING:
+    from scraper.stores.archive import ArchivedPage
 
 ETAG_KEEP_S = 30 * 86400.0
 """An ETag unseen this long is dropped."""
@@ -145,6 +149,34 @@ class SlicePlanStorage(Outage, Protocol):
 
     def close(self) -> None: ...
 
+
+@runtime_checkable
+class PageArchiveStorage(Outage, Protocol):
+    """The page archive (:mod:`scraper.stores.archive`): every fetched trending page as served,
+    for ``python -m runner reparse``. Local to the box that fetched the page, in the
+    distributed mode too, so always up."""
+
+    def put(self, page: ArchivedPage, body: bytes) -> None:
+        """Keep ``body`` (once per sha256) and record the fetch."""
+
+    def body(self, page: ArchivedPage) -> bytes:
+        """The page's body as it was served."""
+
+    def pages(self, since: str | None = None) -> Iterator[ArchivedPage]:
+        """Every recorded fetch (observed at or after ``since``), oldest first."""
+
+    def recent(self, list_key: str, limit: int, before: str) -> list[ArchivedPage]:
+        """The list's last ``limit`` fetches observed before ``before`` that were not drifted,
+        newest first: a markup change stays drift until the parser reads it again."""
+
+    def reparsed(self, page: ArchivedPage) -> None:
+        """Record that ``page`` (same url and observed_at) was read again by a newer parse."""
+
+    def prune(self, older_than: str) -> int:
+        """Forget fetches observed before ``older_than`` and the bodies only they named;
+        returns how many fetches were forgotten."""
+
+    def close(self) -> None: ...
 
 
 def encode_plan(slices: list[Slice]) -> str:

@@ -3,6 +3,7 @@
     python -m tests.fakes.github --web-host 127.0.0.1 --api-host 127.0.0.1 --port-file PATH
         [--search-limit 30 --search-window 60 --core-limit 60 --core-window 3600]
         [--rate-status 403] [--latency-ms 0 --jitter 0.0] [--trending-fixtures DIR]
+        [--developer-fixtures DIR]
 
 The two apps share one state (stats, limits, generation), so ``/_stats`` and ``/_control``
 answer the same on either listener.
@@ -49,6 +50,8 @@ SECONDARY_MESSAGE = (
 SEARCH_CAP = 1000  # GitHub never serves search results past the first 1000
 RESOURCES = ("core", "search")
 TRENDING_SINCE = ("daily", "weekly", "monthly")
+DEFAULT_DEVELOPERS = Path(__file__).resolve().parents[1] / "data/trending_developers"
+"""Real /trending/developers pages (tests/data/trending_developers/README.md)."""
 # A rejected request this long after the identity's first secondary rejection means the client
 # ignored retry-after; anything sooner may simply have been in flight already.
 SECONDARY_GRACE_S = 1.0
@@ -534,6 +537,7 @@ class GitHubFake(FakeProcess):
         self.incomplete_every = 0  # every Nth search answer with items is incomplete; 0 = never
         self._answers_with_items = 0
         self.trending = self._load_trending(Path(args.trending_fixtures))
+        self.developers = self._load_trending(Path(args.developer_fixtures))
         for key, handler in {
             "limits": self._control_limits,
             "exhaust": self._control_exhaust,
@@ -672,6 +676,9 @@ class GitHubFake(FakeProcess):
 
     def make_web_app(self) -> web.Application:
         app = self.make_app("web")
+        # Before /trending/{language}: aiohttp matches routes in the order they are added.
+        app.router.add_get("/trending/developers", self._web(self._developers))
+        app.router.add_get("/trending/developers/{language}", self._web(self._developers))
         app.router.add_get("/trending", self._web(self._trending))
         app.router.add_get("/trending/{language}", self._web(self._trending))
         app.router.add_get("/redirect-to", self._web(self._web_redirect))
@@ -702,29 +709,23 @@ class GitHubFake(FakeProcess):
         return wrapped
 
     def _trending(self, request: web.Request) -> web.Response:
+        return self._listing(request, self.trending, b'<article class="Box-row"')
+
+    def _developers(self, request: web.Request) -> web.Response:
+        return self._listing(request, self.developers, b'<article class="Box-row d-flex"')
+
+    def _listing(self, request: web.Request, pages: list[tuple[str, Payload]],
+                 marker: bytes) -> web.Response:
         language = request.match_info.get("language", "")
         since = request.query.get("since", "daily")
         if since not in TRENDING_SINCE:
             since = "daily"  # github.com silently falls back to daily as well
         # crc32, not hash(): the choice must not depend on PYTHONHASHSEED.
-        index = zlib.crc32(f"{language}|{since}".encode()) % len(self.trending)
-        name, payload = self.trending[index]
+        index = zlib.crc32(f"{language}|{since}".encode()) % len(pages)
+        name, payload = pages[index]
         if self.generation:
-            payload = self._trending_generation(index, self.generation)
+            payload = _generation(payload.body, marker, self.generation)
         return payload.response(request, headers={"X-Fake-Fixture": name})
-
-    @lru_cache(maxsize=64)  # noqa: B019 - one fake per process, a handful of pages
-    def _trending_generation(self, index: int, generation: int) -> Payload:
-        """Generation g leaves out the page's first g rows (modulo their number): the rows
-        below move up, otherwise unchanged, as a real list changes between two looks."""
-        body = self.trending[index][1].body
-        marker = b'<article class="Box-row"'
-        head, *articles = body.split(marker)
-        end = articles[-1].rindex(b"</article>") + len(b"</article>")
-        articles[-1], tail = articles[-1][:end], articles[-1][end:]
-        kept = articles[generation % len(articles):]
-        return Payload(head + b"".join(marker + a for a in kept) + tail,
-                       "text/html; charset=utf-8")
 
     def _web_redirect(self, request: web.Request) -> web.Response:
         return self._redirect(request) or web.Response(status=400, text="missing url")
@@ -923,6 +924,17 @@ class GitHubFake(FakeProcess):
         return json_reply(404, {"message": "Not Found", "documentation_url": REST_DOCS})
 
 
+@lru_cache(maxsize=64)  # one fake per process, a handful of pages
+def _generation(body: bytes, marker: bytes, generation: int) -> Payload:
+    """Generation g leaves out the page's first g rows (modulo their number): the rows below
+    move up, otherwise unchanged, as a real list changes between two looks."""
+    head, *articles = body.split(marker)
+    end = articles[-1].rindex(b"</article>") + len(b"</article>")
+    articles[-1], tail = articles[-1][:end], articles[-1][end:]
+    kept = articles[generation % len(articles):]
+    return Payload(head + b"".join(marker + a for a in kept) + tail, "text/html; charset=utf-8")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--web-host", default="127.0.0.1")
@@ -934,6 +946,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--core-window", type=float, default=3600.0)
     parser.add_argument("--rate-status", type=int, default=403, choices=(403, 429))
     parser.add_argument("--trending-fixtures", default=str(DEFAULT_TRENDING))
+    parser.add_argument("--developer-fixtures", default=str(DEFAULT_DEVELOPERS))
     return parser.parse_args(argv)
 
 
