@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from benchmarks.common import (
     RESULTS_DIR,
     collector_env,
     machine_info,
+    publish,
     runner_command,
     write_collector_config,
 )
@@ -152,23 +152,24 @@ def main(argv: list[str] | None = None) -> int:
     result = {"machine": machine_info(), "command": " ".join(["python -m benchmarks.parent",
                                                                *sys.argv[1:]]),
               **result, "rss_slack_mb": args.rss_slack_mb, "flat": flat}
-    print(f"{'rounds':>7} {'s':>7} {'RSS MB':>8} {'anon':>7} {'file':>7} {'fds':>4} "
-          f"{'threads':>7}")
-    for s in result["samples"]:
-        print(f"{s['rounds']:>7} {s['t_s']:>7} {s['rss_mb']:>8} {s.get('anon_mb', '-'):>7} "
-              f"{s.get('file_mb', '-'):>7} {s['fds']:>4} {s['threads']:>7}")
-    print(f"after warm-up (round {result['after_warmup']['rounds']}) → round "
-          f"{result['last']['rounds']}: RSS {result['rss_change_mb']:+} MB (highest "
-          f"{result['rss_max_mb']} MB, {result['rss_kb_per_round']:+} KB a round), "
-          f"descriptors at most {result['fds_max_first_half']} in "
-          f"the first half, {result['fds_max_second_half']} in the second: "
-          f"{'flat' if flat else 'NOT flat'}")
     name = "parent.json" if args.rounds == 1000 else f"parent-{args.rounds}.json"
-    out = Path(args.out) if args.out else RESULTS_DIR / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"-> {out}")
-    return 0
+    return publish(Path(args.out) if args.out else RESULTS_DIR / name, result, render)
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [f"{'rounds':>7} {'s':>7} {'RSS MB':>8} {'anon':>7} {'file':>7} {'fds':>4} "
+             f"{'threads':>7}"]
+    for s in result["samples"]:
+        lines.append(f"{s['rounds']:>7} {s['t_s']:>7} {s['rss_mb']:>8} "
+                     f"{s.get('anon_mb', '-'):>7} {s.get('file_mb', '-'):>7} {s['fds']:>4} "
+                     f"{s['threads']:>7}")
+    lines.append(f"after warm-up (round {result['after_warmup']['rounds']}) → round "
+                 f"{result['last']['rounds']}: RSS {result['rss_change_mb']:+} MB (highest "
+                 f"{result['rss_max_mb']} MB, {result['rss_kb_per_round']:+} KB a round), "
+                 f"descriptors at most {result['fds_max_first_half']} in the first half, "
+                 f"{result['fds_max_second_half']} in the second: "
+                 f"{'flat' if result['flat'] else 'NOT flat'}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
