@@ -197,6 +197,10 @@ def test_watchdog_silent_when_healthy_restarts_a_killed_runner_and_notifies(
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
     wait_for(lambda: not any(psutil.pid_exists(p) for p in workers), 10, "workers to die with it")
+    # An edit the dead run never reloaded: a restart is a new run, which starts from the file
+    # the user edited, and the record its exec'd processes read says so.
+    ops.collector.update_config({"health": {"failed_rounds": 7}})
+    assert json.loads(ops.layout.resolved_config.read_text())["health"]["failed_rounds"] == 3
 
     result = ops.run("watchdog")
     assert result.returncode == 0, result.stderr
@@ -204,6 +208,7 @@ def test_watchdog_silent_when_healthy_restarts_a_killed_runner_and_notifies(
         "collector down: 0/2 workers (runner gone); restarting",
         "collector restarted: 2 workers",
     ]
+    assert json.loads(ops.layout.resolved_config.read_text())["health"]["failed_rounds"] == 7
     assert result.stderr == ""
     assert webhook.texts() == result.stdout.splitlines()
 
@@ -628,3 +633,31 @@ def test_scripts_pass_args_and_status_here_and_over_ssh(collector: Collector,
     again = subprocess.run([script, "--every", "1MB"], env=remote_env, capture_output=True,
                            text=True, cwd=tmp_path, timeout=60)
     assert (again.returncode, again.stdout) == (0, "")
+
+
+def test_size_monitor_keeps_logs_by_the_runs_logs_keep_days(tmp_path: Path) -> None:
+    """The cron job's housekeeping follows the resolved record the runner wrote: an edit of
+    logs_keep_days that was never reloaded waits for the run that reads it."""
+    import argparse
+
+    from runner.ops.size import cmd_size
+    from runner.resolved import write_resolved
+    from scraper.config import load_config
+
+    path = tmp_path / "collector.yaml"
+    path.write_text(f"data_dir: {tmp_path / 'data'}\nlogs_keep_days: 10\n")
+    layout = DataLayout(tmp_path / "data")
+    write_resolved(layout, load_config(path, environ={}))
+    path.write_text(f"data_dir: {tmp_path / 'data'}\nlogs_keep_days: 3\n")
+    layout.logs_dir.mkdir(parents=True)
+    rotated = layout.logs_dir / "runner.log.1"
+    rotated.write_text("x\n")
+    old = time.time() - 4 * 86400
+    os.utime(rotated, (old, old))
+    args = argparse.Namespace(every=100 * MB, target=None)
+
+    assert cmd_size(args, load_config(path, environ={})) == 0
+    assert rotated.exists()  # 4 days old, within the run's 10
+    layout.resolved_config.unlink()  # no run recorded: the file's 3 days
+    assert cmd_size(args, load_config(path, environ={})) == 0
+    assert not rotated.exists()

@@ -90,8 +90,10 @@ def test_once_with_six_workers_equals_unsharded_crawls(
 
     plain = Collector(tmp_path / "plain")
     configure_all(plain, fake_github, fake_docs)
-    for spider in ("trending", "search", "docs"):
-        done = plain.crawl(spider)
+    spiders = ("trending", "search", "docs")
+    # The three unsharded crawls at once, as the runner runs its workers.
+    crawls = plain.wait_all([plain.start_crawl(spider) for spider in spiders])
+    for spider, done in zip(spiders, crawls, strict=True):
         assert done.returncode == 0, done.stderr
         expected = hashes(plain, spider)
         assert expected, f"the unsharded {spider} crawl collected nothing"

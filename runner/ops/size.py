@@ -11,7 +11,8 @@ the data shrinks by more than a step below the mark (the user moved items away),
 follows it down silently; smaller dips (a database checkpoint) leave it where it is.
 
 The same run does the housekeeping: rotated logs (``*.log.N``) older than ``logs_keep_days`` are
-removed. Items are never pruned: they are the product.
+removed, the value the runner runs on (its resolved record, as the watchdog reads it): an edit
+not yet reloaded waits for the run that reads it. Items are never pruned: they are the product.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from runner.argtypes import size_bytes
 from runner.ops.joblock import exclusive_or_skip
 from runner.ops.notify import say
+from runner.resolved import run_config
 from runner.usage import usage_error
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
@@ -46,6 +48,7 @@ def register(parser: argparse.ArgumentParser,
 
 
 def cmd_size(args: argparse.Namespace, config: CollectorConfig) -> int:
+    config = run_config(config)  # the running run's logs_keep_days, not an unreloaded edit's
     layout = DataLayout(config.data_dir)
     remove_old_rotated_logs(layout.logs_dir, config.logs_keep_days)
     if not layout.root.is_dir():
