@@ -43,7 +43,7 @@ from scraper.config import ROUND_INTERVALS, TrendingConfig
 
 HOUR = 3600
 START = 1_798_761_600  # 2027-01-01T00:00:00Z
-LISTS = TrendingConfig().start_entries()  # 4 languages × 3 periods
+LISTS = TrendingConfig().start_entries()  # 4 languages × 3 periods, any spoken language
 TRENDING_SHARDS = 6
 ROWS = 25
 DOCS_PAGES = 14 * 2000
@@ -87,10 +87,10 @@ class History:
     def _hash(self) -> str:
         return f"{self.rng.getrandbits(256):064x}"
 
-    def snapshot(self, language: str, period: str, epoch: float) -> str:
+    def snapshot(self, language: str, period: str, spoken: str, epoch: float) -> str:
         # Lists move slowly: most of a list's repositories stay from one hour to the next.
         day = int(epoch // 86400)
-        pool = random.Random(f"{language}{period}{day}")
+        pool = random.Random(f"{language}{period}{spoken}{day}")
         names = pool.sample(self.repos, ROWS + 5)
         rows = []
         for rank, name in enumerate(sorted(names[:ROWS], key=lambda n: self.rng.random()), 1):
@@ -102,6 +102,7 @@ class History:
             "spider": "trending", "shard": "0/6", "collected_at": _stamp(epoch),
             "content_hash": self._hash(), "observed_at": _stamp(epoch, ms=True),
             "period": period, "trending_language": language or None,
+            "spoken_language_code": spoken or None,
             "url": f"https://github.com/trending/{language}?since={period}", "rows": rows})
 
     def search(self, epoch: float) -> str:
@@ -134,7 +135,7 @@ class History:
             for shard in range(TRENDING_SHARDS):
                 mine = LISTS[shard::TRENDING_SHARDS]
                 self._write("trending", f"{shard}/{TRENDING_SHARDS}", epoch + shard,
-                            [self.snapshot(lang, period, epoch + shard) for lang, period in mine])
+                            [self.snapshot(*entry, epoch + shard) for entry in mine])
         if self.hours % every["search"] == 0:
             self._write("search", "0/1", epoch, [self.search(epoch + k * 0.01)
                                                  for k in range(self.search_per_hour)])

@@ -3,9 +3,10 @@
 Rounds append to the spider-shard's open segment, ``{spider}-{i}of{N}-{stamp}.jsonl.part`` (each
 line written unbuffered as it comes), which closes to ``.jsonl`` (or ``.jsonl.gz``) at the end of
 the first round past its hour (``ITEMSTORE_SEGMENT_SECONDS``) or size boundary
-(:mod:`pipelines.segments`): files grow with hours, not rounds. At each start the open segment's
-torn last line, if a kill left one, is cut (reading only the file's tail) before more is
-appended; whole lines are never lost. Only the spider-shard's own files are touched, and only
+(:mod:`pipelines.segments`): files grow with hours, not rounds. Each start finds the open segment
+through its pointer file (:mod:`pipelines.segmentpointer`), not by listing ``items/``, and cuts
+its torn last line, if a kill left one (reading only the file's tail), before more is appended;
+whole lines are never lost. Only the spider-shard's own files are touched, and only
 while it holds its worker lock.
 """
 
@@ -25,12 +26,14 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
+from pipelines.segmentpointer import SegmentPointer
 from pipelines.segments import (
     PART_SUFFIX,
     SegmentPolicy,
     close_segment,
     cut_torn_tail,
     drop_if_closed,
+    remove_stale_compression,
     remove_stale_compressions,
     stamp_now,
 )
@@ -63,10 +66,18 @@ class JsonLinesItemStore:
         directory = self.layout.items_dir(spider.name)
         directory.mkdir(parents=True, exist_ok=True)
         prefix = worker_slug(spider.name, spider.shard)
-        remove_stale_compressions(directory, prefix)
+        pointer = SegmentPointer(self.layout.open_segment_pointer(spider.name, spider.shard),
+                                 prefix)
+        named = pointer.read()
+        if named is None:  # no pointer yet: list the directory this once
+            remove_stale_compressions(directory, prefix)
+            parts = sorted(directory.glob(f"{prefix}-*.jsonl{PART_SUFFIX}"))
+        else:
+            remove_stale_compression(directory / named)
+            parts = [part for part in [directory / named] if part.exists()]
         now = time.time()
         current: Path | None = None
-        for part in sorted(directory.glob(f"{prefix}-*.jsonl{PART_SUFFIX}")):
+        for part in parts:
             kept = self._recover(part)
             if kept is None:
                 continue
@@ -79,6 +90,8 @@ class JsonLinesItemStore:
         if current is None:
             current = _unused(directory / f"{prefix}-{stamp_now(now)}.jsonl")
             current = current.with_name(current.name + PART_SUFFIX)
+        if current.name != named:  # named before the file exists: never a segment it misses
+            pointer.write(current.name)
         self.part_path = current
         # O_APPEND: every line lands at the end whatever else happened to the file.
         self.file = open(current, "ab", buffering=0)  # noqa: SIM115 - the whole round

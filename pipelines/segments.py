@@ -110,6 +110,12 @@ def drop_if_closed(part: Path) -> bool:
     return False
 
 
+def remove_stale_compression(part: Path) -> None:
+    """The ``.jsonl.gz.tmp`` a kill mid-compression of ``part`` left, if any."""
+    gz = closed_name(part, "gzip")
+    gz.with_name(gz.name + COMPRESSING_SUFFIX).unlink(missing_ok=True)
+
+
 def remove_stale_compressions(directory: Path, prefix: str) -> None:
     for stale in directory.glob(f"{prefix}-*.jsonl{GZIP_SUFFIX}{COMPRESSING_SUFFIX}"):
         stale.unlink(missing_ok=True)

@@ -10,14 +10,16 @@ the text ends with ``# EOF`` as OpenMetrics requires. No server is started.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
-from scraper.statefile import private_dirs, write_atomic
+from scraper.statefile import SHARED_DIR_MODE, private_dirs, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -97,12 +99,19 @@ def render_metrics(status: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n# EOF\n"
 
 
-def write_textfile(directory: Path, text: str) -> Path:
-    """Atomically, so the collector never reads half a file; a directory it makes is private
-    like the rest of state/ (a metrics_dir that exists keeps its owner's mode)."""
+def write_textfile(directory: Path, text: str, group: int | None = None) -> Path:
+    """Atomically, so the collector never reads half a file; private (0600) like the rest of
+    state/, or ``group``'s to read (0640). The directory, if this makes it, is 0700, or 0750
+    and ``group``'s; a metrics_dir that exists keeps its owner's mode."""
+    if group is not None and not directory.is_dir():
+        private_dirs(directory.parent)
+        with contextlib.suppress(FileExistsError):  # made meanwhile: left as it is
+            os.mkdir(directory, SHARED_DIR_MODE)
+            os.chown(directory, -1, group)
+            os.chmod(directory, SHARED_DIR_MODE)  # the umask may have taken bits off
     private_dirs(directory)
     path = directory / TEXTFILE_NAME
-    write_atomic(path, text)
+    write_atomic(path, text, group)
     return path
 
 
@@ -124,7 +133,8 @@ class MetricsWriter:
             samples = read_samples(self.layout)
             status = collect_status(self.layout, config=self.config, cluster=False,
                                     data_bytes=samples[-1][1] if samples else 0)
-            write_textfile(metrics_dir(self.layout, self.config), render_metrics(status))
+            write_textfile(metrics_dir(self.layout, self.config), render_metrics(status),
+                           self.config.metrics_group)
         except OSError as exc:
             if not self.failing:
                 logger.warning("cannot write metrics: %s", exc)

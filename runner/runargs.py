@@ -57,13 +57,19 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def with_default_command(argv: list[str], commands: Sequence[str]) -> list[str]:
-    if any(arg in commands for arg in argv) or any(a in ("-h", "--help") for a in argv[:1]):
+    if (any(arg in commands for arg in _not_config_values(argv))
+            or any(a in ("-h", "--help") for a in argv[:1])):
         return argv
     first = argv[2:3] if argv[:1] == ["--config"] else argv[:1]
     if first and not first[0].startswith("-"):
         # `python -m runner statsu`: a word where the command goes is a mistyped command.
         raise UsageError(f"unknown command {first[0]!r} ({', '.join(commands)})")
     return ["run", *argv] if "--config" not in argv[:1] else [*argv[:2], "run", *argv[2:]]
+
+
+def _not_config_values(argv: list[str]) -> list[str]:
+    """``argv`` without the values of ``--config``: a config file named ``run`` is no command."""
+    return [arg for i, arg in enumerate(argv) if i == 0 or argv[i - 1] != "--config"]
 
 
 def parse_run_options(argv: list[str]) -> argparse.Namespace:

@@ -46,7 +46,7 @@ RESOURCES = ("core", "search")
 TOP_LEVEL_KEYS = (
     "data_dir", "github", "spiders", "round_interval", "stop_timeout", "memory_budget",
     "logs_keep_days", "notify", "redis_url", "catalog_interval", "health", "autoscale",
-    "metrics_dir", "items_keep_days",
+    "metrics_dir", "items_keep_days", "metrics_group",
 )
 
 _LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
@@ -257,6 +257,9 @@ class CollectorConfig:
     metrics_dir: Path | None = None
     """Where the runner writes hubcollect.prom (node_exporter's textfile collector); None:
     {data_dir}/state/metrics."""
+    metrics_group: int | None = None
+    """The group id hubcollect.prom (0640) and a metrics_dir the runner makes (0750) belong
+    to, so a node_exporter of that group reads them; None: both private (0600, 0700)."""
     source: str | None = None  # the file it came from, None for the built-in defaults
 
     def spider(self, name: str) -> SpiderConfig:
@@ -505,6 +508,19 @@ def _optional(check: Handler) -> Handler:
     return lambda path, value: None if value is None else check(path, value)
 
 
+def _group(r: _Reader, path: str, value: Any) -> int:
+    """A group of this machine, by name or number: its id."""
+    import grp
+
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return grp.getgrgid(value).gr_gid
+        return grp.getgrnam(r.text(path, value, expected="a group name")).gr_gid
+    except (KeyError, OverflowError):
+        r.bad(path, value, "a group of this machine (see /etc/group), e.g. the one "
+              "node_exporter runs as")
+
+
 def _section(r: _Reader, path: str, value: Any, cls: type,
              handlers: Mapping[str, Handler]) -> Any:
     """Build ``cls`` from a mapping whose keys are exactly those ``handlers`` handle: a key
@@ -552,6 +568,7 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
         "autoscale": lambda path, value: _autoscale(r, path, value),
         "metrics_dir": _optional(data_dir),
         "items_keep_days": _optional(lambda path, value: r.integer(path, value, 1)),
+        "metrics_group": _optional(lambda path, value: _group(r, path, value)),
     }
     if tuple(handlers) != TOP_LEVEL_KEYS:  # a programming error, not the user's
         raise TypeError("TOP_LEVEL_KEYS and the top-level handlers disagree")

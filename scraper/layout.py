@@ -111,6 +111,10 @@ class DataLayout:
     def worker_state(self, spider: str, shard: Shard) -> Path:
         return self.state_dir / "workers" / f"{worker_slug(spider, shard)}.json"
 
+    def open_segment_pointer(self, spider: str, shard: Shard) -> Path:
+        """Names the spider-shard's last opened item segment (:mod:`pipelines.segmentpointer`)."""
+        return self.state_dir / "segments" / f"{worker_slug(spider, shard)}.open"
+
     @property
     def workers_state_dir(self) -> Path:
         return self.state_dir / "workers"

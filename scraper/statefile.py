@@ -33,6 +33,9 @@ STATE_VERSION = 2
 """Bumped when a field changes meaning; readers of an older file get defaults for new fields."""
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+SHARED_FILE_MODE = 0o640
+SHARED_DIR_MODE = 0o750
+"""For a file one other group reads (the metrics textfile, ``metrics_group``)."""
 
 
 # --- private files and directories ---------------------------------------------------------------
@@ -63,11 +66,17 @@ def create_private(path: Path) -> None:
     os.close(open_private(path, os.O_RDONLY))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename, after an fsync: the old file or the new."""
+def write_atomic(path: Path, text: str, group: int | None = None) -> None:
+    """Replace ``path`` with ``text`` in one rename, after an fsync: the old file or the new.
+
+    ``group``: the file is ``0640`` and that group's, before it is visible (never readable by
+    more than is meant, never unreadable by that group)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = open_private(tmp, os.O_WRONLY | os.O_TRUNC)
     try:
+        if group is not None:
+            os.fchown(fd, -1, group)
+            os.fchmod(fd, SHARED_FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

@@ -120,3 +120,14 @@ def test_startup_measures_every_step_of_a_forked_worker(tmp_path: Path) -> None:
                                   "total"}
     assert data["steps"]["total"]["cpu_ms"] > 0 and data["steps"]["total"]["faults"] > 0
     assert "process_options" in result.stdout
+
+
+@pytest.mark.timeout(150)
+def test_parent_samples_the_runner_parent_over_real_rounds(tmp_path: Path) -> None:
+    out = tmp_path / "parent.json"
+    result = bench("benchmarks.parent", "--rounds", "8", "--samples", "4", "--out", str(out))
+    data = json.loads(out.read_text())
+    assert data["rounds"] >= 8 and len(data["samples"]) >= 2  # rounds may finish together
+    assert all(s["rss_mb"] > 10 and s["fds"] > 2 for s in data["samples"]), data["samples"]
+    assert isinstance(data["flat"], bool)
+    assert "descriptors at most" in result.stdout and "results: " in result.stdout

@@ -65,3 +65,34 @@ def test_watchdog_says_once_when_the_disk_has_few_days_left(tmp_path: Path, caps
     grown(layout, 1024**3)
     _judge_disk(layout, config)
     assert capsys.readouterr().out.count("collector disk: full in") == 1  # again, once
+
+
+def test_metrics_group_lets_that_group_read_the_textfile_and_nobody_else(tmp_path: Path) -> None:
+    import grp
+    import os
+    import stat
+
+    import pytest
+
+    from runner.metrics import MetricsWriter
+    from scraper.config import ConfigError, parse_config
+
+    gid = next((g for g in os.getgroups() if g != os.getegid()), os.getegid())
+    textfile_dir = tmp_path / "textfile" / "hubcollect"
+    config = parse_config(f"data_dir: data\nmetrics_dir: {textfile_dir}\n"
+                          f"metrics_group: {grp.getgrgid(gid).gr_name}\n", "c.yaml", tmp_path)
+    assert config.metrics_group == gid
+    MetricsWriter(DataLayout(config.data_dir), config).write()
+    prom = (textfile_dir / "hubcollect.prom").stat()
+    assert (stat.S_IMODE(prom.st_mode), prom.st_gid) == (0o640, gid)
+    made = textfile_dir.stat()
+    assert (stat.S_IMODE(made.st_mode), made.st_gid) == (0o750, gid)
+    private = parse_config("data_dir: data\n", "c.yaml", tmp_path)  # the default: 0600
+    MetricsWriter(DataLayout(private.data_dir), private).write()
+    default = private.data_dir / "state" / "metrics" / "hubcollect.prom"
+    assert stat.S_IMODE(default.stat().st_mode) == 0o600
+    with pytest.raises(ConfigError) as raised:
+        parse_config("metrics_group: no-such-group-here\n", "c.yaml", tmp_path)
+    assert str(raised.value) == ("c.yaml: metrics_group: 'no-such-group-here' is not a group of "
+                                 "this machine (see /etc/group), e.g. the one node_exporter "
+                                 "runs as")

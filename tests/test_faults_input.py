@@ -379,6 +379,15 @@ def test_runner_cli_any_arguments(argv: list[str], config: str, cli_home: dict[s
     assert "Traceback" not in err
 
 
+def test_a_config_value_named_like_a_command_is_not_the_command(
+        cli_home: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = call_main(["--config", "run", "--config", str(cli_home["good"]),
+                              "--memory-budget", "1MB"], capsys)
+    assert code == 2, err
+    assert err.startswith("python -m runner: ") and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=FUNCTION_FIXTURES)
 @given(value=st.one_of(st.integers(-10**6, 10**6).map(str), VALUES))
 def test_runner_workers_values(value: str, cli_home: dict[str, Path],

@@ -123,6 +123,66 @@ def test_gzip_killed_after_rename_leaves_one_copy(tmp_path: Path) -> None:
     assert sum(name.endswith(".gz") for name in names) == 1
 
 
+def refuse_listing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way Python lists a directory fails: what runs meanwhile opens files by name only."""
+    def listed(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a directory was listed: {args[:1]}")
+    for owner, name in ((Path, "glob"), (Path, "rglob"), (Path, "iterdir"), (os, "scandir"),
+                        (os, "listdir")):
+        monkeypatch.setattr(owner, name, listed)
+
+
+def pointer(data_dir: Path) -> Path:
+    return data_dir / "state" / "segments" / "search-0of1.open"
+
+
+def test_a_start_reads_the_pointer_file_and_never_lists_the_items_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1_800_000_000.0]  # 2027-01-15T08:00:00Z
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    store_round(tmp_path, [search_item(0)])
+    assert pointer(tmp_path).read_text() == "search-0of1-20270115T080000Z.jsonl.part\n"
+    for n in range(1, 121):  # two hours of rounds: two segments close, two open
+        clock[0] += 60
+        if n == 30:  # a kill mid-line: the next start cuts it, by the pointer's name
+            with open(tmp_path / "items" / "search" / files(tmp_path)[-1], "ab") as handle:
+                handle.write(b'{"spider": "search", "id": -1, "full')
+        with monkeypatch.context() as patch:
+            refuse_listing(patch)
+            store_round(tmp_path, [search_item(n)])
+    assert files(tmp_path) == ["search-0of1-20270115T080000Z.jsonl",
+                               "search-0of1-20270115T090000Z.jsonl",
+                               "search-0of1-20270115T100000Z.jsonl.part"]
+    assert pointer(tmp_path).read_text() == "search-0of1-20270115T100000Z.jsonl.part\n"
+    ids = [json.loads(line)["id"] for name in files(tmp_path)
+           for line in (tmp_path / "items" / "search" / name).read_text().splitlines()]
+    assert ids == list(range(121))
+
+
+def test_without_a_pointer_the_start_lists_once_and_a_dangling_one_opens_a_new_segment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1_800_000_000.0]  # 2027-01-15T08:00:00Z
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    store_round(tmp_path, [search_item(1)])
+    (part,) = (tmp_path / "items" / "search").glob("*.part")
+    pointer(tmp_path).unlink()  # a data dir from before the pointer file
+    store_round(tmp_path, [search_item(2)])  # found by listing, and named from now on
+    assert pointer(tmp_path).read_text() == part.name + "\n"
+    assert [json.loads(line)["id"] for line in part.read_text().splitlines()] == [1, 2]
+    clock[0] += 3600
+    store_round(tmp_path, [search_item(3)])  # past the hour: closes the 08:00 segment
+    # A kill after the next start named its new segment, before it created it.
+    pointer(tmp_path).write_text("search-0of1-20270115T090000Z.jsonl.part\n")
+    with monkeypatch.context() as patch:
+        refuse_listing(patch)
+        store_round(tmp_path, [search_item(4)])
+    assert files(tmp_path) == ["search-0of1-20270115T080000Z.jsonl",
+                               "search-0of1-20270115T090000Z.jsonl.part"]
+    assert [json.loads(line)["id"] for name in files(tmp_path)
+            for line in (tmp_path / "items" / "search" / name).read_text().splitlines()] \
+        == [1, 2, 3, 4]
+
+
 RECOVER = """
 import sys
 from pathlib import Path

@@ -4,11 +4,11 @@
 * **Safe beside the collector**: only closed ``.jsonl``/``.jsonl.gz`` files are read (never an
   open segment's ``.part``);
   a closed file is never written again.
-* **Crash-safe**: each file is one transaction that also records the file as loaded, so a kill
-  mid-build leaves the catalog as it was after the last whole file (readers keep using it, WAL)
-  and the next run loads the rest. Every merge below is order-independent, so that run ends
-  with the same tables as one clean build.
-* **Bounded memory**: lines are streamed into per-file temporary tables in chunks, then merged
+* **Crash-safe**: each file, or group of small files (:data:`GROUP_BYTES`), is one transaction
+  that also records the files as loaded, so a kill mid-build leaves the catalog as it was after
+  the last whole group (readers keep using it, WAL) and the next run loads the rest. Every
+  merge below is order-independent, so that run ends with the same tables as one clean build.
+* **Bounded memory**: lines are streamed into per-group temporary tables in chunks, then merged
   in SQL; nothing grows with the number of items.
 * **One build at a time**: a second build (the runner's, or one by hand) steps aside.
 """
@@ -39,7 +39,7 @@ from runner.dataset.records import (
     search_row,
     stamp,
 )
-from runner.dataset.schema import connect
+from runner.dataset.schema import INDEXES, connect
 from runner.ops.joblock import exclusive_or_skip
 from runner.usage import INTERRUPTED
 from runner.usage import PROG as RUNNER
@@ -52,6 +52,17 @@ CHUNK = 2000
 """Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
 CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
 """Closed item files (segments, or a round's file in older data dirs); never ``.part``."""
+GROUP_BYTES = 4 * 1024 * 1024
+"""Item files loaded in one transaction, up to this many bytes: a first build of thousands of
+hourly segments pays the merges and the commit once per group, not once per file. A kill loses
+at most the group being loaded, which the next build loads again."""
+DEFER_INDEX_FILES = 1000
+DEFERRED_INDEX = "page_rows_by_name"
+"""A build of more new files than that (a first build) drops this index while it loads and
+makes it once at the end. Filled row by row, its pages (one run per repository) are all
+touched again at every commit: a year's first build wrote 20 GB for a 0.8 GB catalog and
+became disk-bound. Sorted once at the end, it is written once. The merges find page rows by
+page_id and do not need it; a kill meanwhile leaves it to the next connect, which makes it."""
 WARNINGS_PER_FILE = 5
 """Bad lines named one by one in a file; the rest are counted in one more line."""
 
@@ -157,11 +168,17 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
     try:
         for statement in TEMP_DDL:
             conn.execute(statement)
-        for rel, path in new_files(conn, layout):
-            lines, bad = load_file(conn, rel, path, warn)
-            result.files += 1
+        files = new_files(conn, layout)
+        deferred = len(files) > DEFER_INDEX_FILES
+        if deferred:
+            conn.execute(f"DROP INDEX IF EXISTS {DEFERRED_INDEX}")
+        for group in groups(files, GROUP_BYTES):
+            lines, bad = load_files(conn, group, warn)
+            result.files += len(group)
             result.lines += lines
             result.bad_lines += bad
+        if deferred:
+            conn.execute(next(sql for sql in INDEXES if f" {DEFERRED_INDEX} " in sql))
         _take_samples(conn, layout)
         if config is not None and config.items_keep_days:
             result.removed = remove_loaded_segments(conn, layout, config.items_keep_days)
@@ -187,24 +204,28 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
 def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
     """Closed item files not loaded yet, as (path relative to items/, path), sorted.
 
-    Only the new names are held, not every name ever loaded: the list stays small however
-    many rounds the collector has written.
+    One spider directory's loaded names are read in one query and held while it is listed
+    (a few MB after a year of hourly segments); a query per file cost more than the build
+    itself then (62,000 of them, 5 s).
     """
     found = []
     root = layout.items_root
     if not root.is_dir():
         return found
     for spider_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        prefix = f"{spider_dir.name}/"
+        loaded = {path for path, in conn.execute(
+            "SELECT path FROM loaded_files WHERE path >= ? AND path < ?",
+            (prefix, prefix[:-1] + chr(ord("/") + 1)))}
         with os.scandir(spider_dir) as entries:
             for entry in entries:
                 if not entry.name.endswith(CLOSED_SUFFIXES) or not entry.is_file():
                     continue
-                rel = f"{spider_dir.name}/{entry.name}"
+                rel = prefix + entry.name
                 # A file gzipped after it was loaded (by the user, by hand) is the same file.
-                names = (rel, rel.removesuffix(".gz"))
-                if conn.execute("SELECT 1 FROM loaded_files WHERE path IN (?, ?)",
-                                names).fetchone() is None:
+                if rel not in loaded and rel.removesuffix(".gz") not in loaded:
                     found.append((rel, Path(entry.path)))
+        del loaded
     found.sort()
     return found
 
@@ -269,42 +290,39 @@ class _Buffers:
                 self.rows[key].clear()
 
 
-def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
-    """One file in one transaction, recorded as loaded in the same one. Returns (lines, bad)."""
+def groups(files: list[tuple[str, Path]], limit: int) -> Iterator[list[tuple[str, Path]]]:
+    """``files`` in runs of up to ``limit`` bytes (a larger file alone)."""
+    group: list[tuple[str, Path]] = []
+    size = 0
+    for rel, path in files:
+        try:
+            length = path.stat().st_size
+        except FileNotFoundError:  # removed since it was listed: its load will say so
+            length = 0
+        if group and size + length > limit:
+            yield group
+            group, size = [], 0
+        group.append((rel, path))
+        size += length
+    if group:
+        yield group
+
+
+def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[int, int]:
+    """Files in one transaction, each recorded as loaded in the same one; (lines, bad) in all.
+
+    The merges are order-independent, so a group gives the tables its files give one by one;
+    it only pays the merges and the commit once for all of them.
+    """
     buffers = _Buffers(conn)
     per_hour: dict[tuple[str, str], list[int]] = {}
-    lines = bad = 0
+    loaded = []
     conn.execute("BEGIN IMMEDIATE")
     try:
-        size = path.stat().st_size
-        for number, raw in _lines(path):
-            lines += 1
-            try:
-                record = parse_line(raw)
-                if not isinstance(record, dict):
-                    raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
-                if is_page_snapshot(record):
-                    buffers.snapshot(trending.REPOSITORY_LISTS, *page_snapshot(record))
-                    continue
-                if is_developer_snapshot(record):
-                    buffers.snapshot(trending.DEVELOPER_LISTS, *developer_snapshot(record))
-                    continue
-                spider = record.get("spider")
-                if spider == "search":
-                    buffers.add("search", [search_row(record)])
-                elif spider == "docs":
-                    buffers.add("docs", [docs_row(record)])
-                key = (str(spider), stamp(record)[:13] + ":00Z")
-                counts = per_hour.setdefault(key, [0, 0])
-                counts[0] += 1
-                counts[1] += len(raw)
-            except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
-                bad += 1
-                if bad <= WARNINGS_PER_FILE:
-                    reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"
-                    warn(f"{path}:{number}: {reason}; line skipped")
-        if bad > WARNINGS_PER_FILE:
-            warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
+        for rel, path in files:
+            size = path.stat().st_size
+            lines, bad = _read_file(path, buffers, per_hour, warn)
+            loaded.append((rel, size, lines, bad, utc_stamp()))
         buffers.flush()
         for statement in MERGE_SQL:
             conn.execute(statement)
@@ -312,8 +330,7 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
             "INSERT INTO items_per_hour VALUES (?, ?, ?, ?) ON CONFLICT (spider, hour) "
             "DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes",
             [(spider, hour, n, b) for (spider, hour), (n, b) in per_hour.items()])
-        conn.execute("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)",
-                     (rel, size, lines, bad, utc_stamp()))
+        conn.executemany("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)", loaded)
         conn.execute("COMMIT")
     except BaseException:
         # On a full disk or a damaged file the rollback may fail too (SQLite has rolled back
@@ -321,18 +338,56 @@ def load_file(conn: Any, rel: str, path: Path, warn: Warn) -> tuple[int, int]:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
+    return sum(row[2] for row in loaded), sum(row[3] for row in loaded)
+
+
+def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], list[int]],
+               warn: Warn) -> tuple[int, int]:
+    """One file's lines into the buffers and the hourly counts; (lines, bad)."""
+    lines = bad = 0
+    for number, raw in _lines(path):
+        lines += 1
+        try:
+            record = parse_line(raw)
+            if not isinstance(record, dict):
+                raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
+            if is_page_snapshot(record):
+                buffers.snapshot(trending.REPOSITORY_LISTS, *page_snapshot(record))
+                continue
+            if is_developer_snapshot(record):
+                buffers.snapshot(trending.DEVELOPER_LISTS, *developer_snapshot(record))
+                continue
+            spider = record.get("spider")
+            if spider == "search":
+                buffers.add("search", [search_row(record)])
+            elif spider == "docs":
+                buffers.add("docs", [docs_row(record)])
+            key = (str(spider), stamp(record)[:13] + ":00Z")
+            counts = per_hour.setdefault(key, [0, 0])
+            counts[0] += 1
+            counts[1] += len(raw)
+        except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
+            bad += 1
+            if bad <= WARNINGS_PER_FILE:
+                reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"
+                warn(f"{path}:{number}: {reason}; line skipped")
+    if bad > WARNINGS_PER_FILE:
+        warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
     return lines, bad
 
 
 def _take_samples(conn: Any, layout: DataLayout) -> None:
     """What only the live data dir can tell later plots: its size and the GitHub budget now."""
     from runner.budgetstatus import budget_rows
-    from scraper.diskspace import data_size
+    from runner.ops.growth import read_samples, record_sample
 
+    # The growth sample (at most 10 minutes old, a walk only when older): walking the data dir
+    # at every build would cost what a year of segments costs to list.
+    record_sample(layout)
+    size = read_samples(layout)[-1][1]
     now = utc_stamp()
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute("INSERT OR REPLACE INTO size_samples VALUES (?, ?)",
-                 (now, data_size(layout.root)))
+    conn.execute("INSERT OR REPLACE INTO size_samples VALUES (?, ?)", (now, size))
     for row in budget_rows(layout):
         if row.get("limit") is not None and row.get("remaining") is not None:
             conn.execute("INSERT OR REPLACE INTO budget_samples VALUES (?, ?, ?, ?, ?)",

@@ -22,15 +22,20 @@ from scraper.parsers.docs import site_prefix
 DIFF_LINES = 80
 """Lines of unified diff an entry shows; its summary counts all of them."""
 
-# Every content after a page's first, newest first, with the content before it.
+# Every content after a page's first (that the catalog holds), newest first: keys only, so the
+# scan over a year of versions never reads their Markdown.
 _CHANGES = (
-    "SELECT v.url, v.content_hash, v.first_seen, c.title, c.markdown, ("
-    "SELECT p.markdown FROM docs_versions w JOIN docs_contents p ON p.url = w.url AND "
-    "p.content_hash = w.content_hash WHERE w.url = v.url AND w.first_seen < v.first_seen "
-    "ORDER BY w.first_seen DESC LIMIT 1) FROM docs_versions v JOIN docs_contents c "
-    "ON c.url = v.url AND c.content_hash = v.content_hash WHERE EXISTS (SELECT 1 FROM "
-    "docs_versions e WHERE e.url = v.url AND e.first_seen < v.first_seen) "
+    "SELECT v.url, v.content_hash, v.first_seen FROM docs_versions v "
+    "WHERE EXISTS (SELECT 1 FROM docs_versions e WHERE e.url = v.url "
+    "AND e.first_seen < v.first_seen) AND EXISTS (SELECT 1 FROM docs_contents c "
+    "WHERE c.url = v.url AND c.content_hash = v.content_hash) "
     "ORDER BY v.first_seen DESC, v.url")
+# One entry's text: the content, and the content before it.
+_ENTRY = (
+    "SELECT c.title, c.markdown, (SELECT p.markdown FROM docs_versions w JOIN docs_contents p "
+    "ON p.url = w.url AND p.content_hash = w.content_hash WHERE w.url = c.url "
+    "AND w.first_seen < :first_seen ORDER BY w.first_seen DESC LIMIT 1) "
+    "FROM docs_contents c WHERE c.url = :url AND c.content_hash = :content_hash")
 
 
 def feed_name(prefix: str) -> str:
@@ -53,11 +58,19 @@ def write_docs_feeds(conn: sqlite3.Connection, layout: DataLayout, start_urls: l
                      warn: Callable[[str], None]) -> list[Path]:
     """Rewrite the feed of every docs site with changes; returns the files written."""
     prefixes = sorted({site_prefix(url) for url in start_urls})
-    entries: dict[str, list[tuple[str, ...]]] = {}
-    for row in conn.execute(_CHANGES):
-        site = entries.setdefault(site_of(row[0], prefixes), [])
-        if len(site) < FEED_ENTRIES:
-            site.append(row)
+    sites: dict[str, str] = {}  # url → its site: a page changes many times in a year
+    keys: dict[str, list[tuple[str, str, str]]] = {}
+    for url, content_hash, first_seen in conn.execute(_CHANGES):
+        site = sites.get(url)
+        if site is None:
+            site = sites[url] = site_of(url, prefixes)
+        kept = keys.setdefault(site, [])
+        if len(kept) < FEED_ENTRIES:
+            kept.append((url, content_hash, first_seen))
+    # Only the entries shown are read whole.
+    entries = {site: [(url, content_hash, first_seen, *conn.execute(
+        _ENTRY, {"url": url, "content_hash": content_hash, "first_seen": first_seen}
+    ).fetchone()) for url, content_hash, first_seen in kept] for site, kept in keys.items()}
     if not entries:
         return []
     if importlib.util.find_spec("feedgen") is None:

@@ -123,7 +123,6 @@ def merge_sql(k: ListTables) -> tuple[str, ...]:
     history_key = ", ".join((k.name, *k.list_key))
     history_columns = (f"{history_key}, first_seen, last_seen, observations, best_rank, "
                        f"{k.kept_as[0]}, {k.kept_as[1]}")
-    on_history_list = " AND ".join(f"l.{c} = {k.history}.{c}" for c in k.list_key)
     first, last = k.kept_as
     return (
         f"INSERT OR IGNORE INTO {k.lists} ({key}) SELECT DISTINCT {key} FROM {t}snap",
@@ -158,9 +157,10 @@ def merge_sql(k: ListTables) -> tuple[str, ...]:
         f"INSERT OR IGNORE INTO {t}affected SELECT fr.list_id, r.{k.name} FROM {t}fresh fr "
         f"JOIN {k.page_rows} r ON r.page_id IN (fr.page_id, fr.old_page_id) "
         "WHERE fr.old_page_id IS NOT NULL",
-        f"DELETE FROM {k.history} WHERE EXISTS (SELECT 1 FROM {t}affected a "
-        f"JOIN {k.lists} l ON l.list_id = a.list_id WHERE a.{k.name} = {k.history}.{k.name} "
-        f"AND {on_history_list})",
+        # By the history's key (a correlated EXISTS read every history row at every file).
+        f"DELETE FROM {k.history} WHERE ({history_key}) IN (SELECT a.{k.name}, "
+        + ", ".join(f"l.{c}" for c in k.list_key)
+        + f" FROM {t}affected a JOIN {k.lists} l ON l.list_id = a.list_id)",
         f"INSERT INTO {k.history} ({history_columns}) "
         + _history_select(k, k.fetches, "true",
                           f"JOIN {t}affected a ON a.list_id = f.list_id "
