@@ -285,7 +285,8 @@ def test_async_start_reads_start_entries_from_redis(redis_url: str) -> None:
 
     from scrapy_redis.spiders import RedisMixin
 
-    from scraper.distributed.spider import DistributedSpider, distributed_class
+    from scraper.distributed.spider import DistributedSpider
+    from scraper.distributed.spiderclass import distributed_class
     from spiders.docs import DocsSpider
 
     assert not hasattr(RedisMixin, "start") or RedisMixin.start is not DistributedSpider.start

@@ -158,7 +158,7 @@ class Command(ScrapyCrawlCommand):
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         if self.settings.getbool("COLLECTOR_DISTRIBUTED"):
-            from scraper.distributed.spider import distributed_class
+            from scraper.distributed.spiderclass import distributed_class
 
             assert self.crawler_process is not None
             if isinstance(spidercls, str):

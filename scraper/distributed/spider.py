@@ -17,7 +17,7 @@ fragile, and untested upstream on new Scrapy. Here:
   trending pages and search pages alike, with dedup and the GitHub budget shared in Redis.
 
 The collector spiders stay as they are: ``scrapy crawl`` wraps the spider class in this mixin
-(:func:`distributed_class`) when a Redis URL is configured.
+(:func:`scraper.distributed.spiderclass.distributed_class`) when a Redis URL is configured.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from redis.exceptions import LockError
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.asyncio import sleep
@@ -71,7 +71,8 @@ def encode_request(request: Request) -> str:
 
 
 class DistributedSpider(RedisMixin):
-    """Mixed in before a collector spider class (see :func:`distributed_class`)."""
+    """Mixed in before a collector spider class (see
+    :func:`scraper.distributed.spiderclass.distributed_class`)."""
 
     crawler: Crawler
     round: SpiderRound
@@ -335,13 +336,3 @@ class DistributedDocsSpider(DistributedSpider):
         if isinstance(asked, RedisUrlSet):
             asked.queued(request.url)
         return self.keys.site(self.name, self.round.round_id, site)
-
-
-def distributed_class(spidercls: type[Spider]) -> type[Spider]:
-    """``spidercls`` with the distributed mixin in front (same name, settings and methods)."""
-    from scraper.distributed.search import DistributedSearchSpider
-
-    mixins: dict[str, type[DistributedSpider]] = {"docs": DistributedDocsSpider,
-                                                  "search": DistributedSearchSpider}
-    mixin = mixins.get(spidercls.name, DistributedSpider)
-    return type(spidercls.__name__, (mixin, spidercls), {"__module__": spidercls.__module__})
