@@ -41,8 +41,10 @@ from tests.parsers import broken
 from tests.support import Collector
 
 PAGES = Path(__file__).resolve().parent / "data/trending_developers"
-REPO_PAGE = Path(__file__).resolve().parents[3] / "shared/fixtures/github/trending" \
-    / "2026-04_python_daily.html"
+# shared/ sits beside the checkout, or beside its worktrees' parent.
+REPO_PAGE = next(parent / "shared/fixtures/github/trending/2026-04_python_daily.html"
+                 for parent in Path(__file__).resolve().parents
+                 if (parent / "shared/fixtures/github/trending").is_dir())
 BASE = "https://github.com/trending/developers"
 
 
