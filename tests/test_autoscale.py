@@ -140,7 +140,6 @@ def every_site_collected(collector: Collector, docs: Any, sites: int) -> bool:
     return all(f"{docs.url()}/site{k}/" in urls for k in range(sites))
 
 
-@pytest.mark.alone  # the pool reads the whole machine's CPU
 @pytest.mark.timeout(180)
 def test_max_concurrency_holds_rounds_back_and_all_are_done(
         collector: Collector, fake_docs_factory: Any) -> None:
@@ -172,7 +171,6 @@ def test_max_concurrency_holds_rounds_back_and_all_are_done(
     assert final["runner"]["concurrency_range"] == [1, 2]
 
 
-@pytest.mark.alone  # the pool reads the whole machine's CPU
 @pytest.mark.timeout(180)
 def test_a_busy_machine_keeps_to_the_minimum(collector: Collector, fake_docs_factory: Any,
                                              tmp_path: Path) -> None:
@@ -193,7 +191,6 @@ def test_a_busy_machine_keeps_to_the_minimum(collector: Collector, fake_docs_fac
     assert every_site_collected(collector, docs, 3)
 
 
-@pytest.mark.alone  # the pool reads the whole machine's CPU
 @pytest.mark.timeout(180)
 def test_an_idle_machine_lets_every_slow_worker_crawl(collector: Collector,
                                                       fake_docs_factory: Any) -> None:
