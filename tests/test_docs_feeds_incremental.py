@@ -135,3 +135,18 @@ def test_a_deleted_feed_is_written_again_and_a_catalog_without_the_record_rescan
     (data / "feeds" / docsfeeds.feed_name(SITE_B)).unlink()
     build_catalog(DataLayout(data), _config(data), warn=pytest.fail)
     assert _feeds(data) == written
+
+
+def test_the_catalog_build_imports_no_scrapy() -> None:
+    """Every hourly build is a fresh process: importing Scrapy (and Twisted, lxml) tripled its
+    start-up, for nothing it uses."""
+    import subprocess
+    import sys
+
+    code = ("import sys, runner.cli, runner.dataset.build, runner.dataset.docsfeeds, "
+            "runner.dataset.feeds, runner.budgetstatus, runner.ops.growth; "
+            "print(sorted(m for m in ('scrapy', 'twisted', 'parsel', 'difflib') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1]).stdout
+    assert out.strip() == "[]"

@@ -44,8 +44,8 @@ from runner.ops.joblock import exclusive_or_skip
 from runner.usage import INTERRUPTED
 from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
-from scraper.items import utc_stamp
 from scraper.layout import DataLayout
+from scraper.stamps import utc_stamp
 
 PROG = f"{RUNNER} catalog"
 CHUNK = 2000

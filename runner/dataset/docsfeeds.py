@@ -15,8 +15,8 @@ from pathlib import Path
 
 from runner.dataset.feeds import FEED_ENTRIES, FEEDS_HINT, _replace
 from runner.dataset.llms import site_dir_name, site_of
+from scraper.docsites import site_prefix
 from scraper.layout import DataLayout
-from scraper.parsers.docs import site_prefix
 
 DIFF_LINES = 80
 """Lines of unified diff an entry shows; its summary counts all of them."""
