@@ -86,7 +86,7 @@ PROBED = ("heap_bytes", "heap_in_use", "mmapped_bytes", "arenas", "blocks", "Rss
 
 
 def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path,
-        allocator: bool = False) -> dict[str, Any]:
+        allocator: bool = False, collect: bool = False) -> dict[str, Any]:
     fake = start_fake_docs(workdir / "fake", host="127.0.0.2", sites=workers, pages=1,
                            page_kb=2)
     try:
@@ -98,8 +98,8 @@ def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path,
         probe = workdir / "probe.jsonl" if allocator else None
         command = ([PYTHON, "-m", "benchmarks.parentprobe"] if allocator
                    else runner_command())
-        extra = {"HUBCOLLECT_PROBE_OUT": str(probe), "HUBCOLLECT_PROBE_EVERY": "2"} \
-            if allocator else {}
+        extra = {"HUBCOLLECT_PROBE_OUT": str(probe), "HUBCOLLECT_PROBE_EVERY": "2",
+                 "HUBCOLLECT_PROBE_COLLECT": "1" if collect else "0"} if allocator else {}
         taken: list[dict[str, Any]] = []
         with open(home / "runner.out", "wb") as log:
             runner = subprocess.Popen(
@@ -166,13 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allocator", action="store_true",
                         help="run the parent under benchmarks.parentprobe: glibc's heap and "
                         "Python's arenas at every sample (a thread more in the parent)")
+    parser.add_argument("--collect", action="store_true",
+                        help="--allocator with a full garbage collection before each of its "
+                        "samples, so blocks count live objects only")
     parser.add_argument("--out", default=None,
                         help="default benchmarks/results/parent.json (parent-N.json for N "
                         "rounds other than 1000)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-parent-") as tmp:
         result = run(args.rounds, args.workers, args.samples, args.timeout, Path(tmp),
-                     args.allocator)
+                     args.allocator or args.collect, args.collect)
     flat = (result["fds_max_second_half"] <= result["fds_max_first_half"]
             and result["rss_max_mb"] - result["after_warmup"]["rss_mb"] <= args.rss_slack_mb
             and result["rss_kb_per_round"] <= args.max_kb_per_round)
@@ -180,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                *sys.argv[1:]]),
               **result, "rss_slack_mb": args.rss_slack_mb, "flat": flat}
     name = "parent.json" if args.rounds == 1000 else f"parent-{args.rounds}.json"
-    if args.allocator:
-        name = name.replace(".json", "-allocator.json")
+    if args.allocator or args.collect:
+        name = name.replace(".json", "-collect.json" if args.collect else "-allocator.json")
     return publish(Path(args.out) if args.out else RESULTS_DIR / name, result, render)
 
 

@@ -2,7 +2,8 @@
 says where the parent's memory is: glibc's heap (``mallinfo2``: bytes mapped by ``brk``, in use,
 free, and in blocks ``mmap``-ed alone), Python's small-object allocator (arenas now and at most,
 allocated blocks) and RSS, every ``$HUBCOLLECT_PROBE_EVERY`` seconds (10) as a JSON line appended
-to ``$HUBCOLLECT_PROBE_OUT``. For ``python -m benchmarks.parent --allocator`` only: it adds a
+to ``$HUBCOLLECT_PROBE_OUT`` (with ``$HUBCOLLECT_PROBE_COLLECT=1``, after a full garbage
+collection: live objects only). For ``python -m benchmarks.parent --allocator`` only: it adds a
 thread to the parent, and the arenas are read from ``sys._debugmallocstats()``, which prints to
 file descriptor 2, borrowed for the moment it takes (a line the runner writes then is lost).
 """
@@ -10,6 +11,7 @@ file descriptor 2, borrowed for the moment it takes (a line the runner writes th
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import runpy
@@ -61,21 +63,26 @@ def _rss() -> dict[str, int]:
                 (line.partition(":") for line in status) if key in ("VmRSS", "RssAnon")}
 
 
-def sample() -> dict[str, Any]:
-    return {"t": time.time(), **_rss(), **_malloc(), **_pymalloc()}
+def sample(collect: bool = False) -> dict[str, Any]:
+    # Collecting first counts live objects only: blocks that rise between full collections
+    # may be cyclic garbage the next one frees.
+    collected = gc.collect() if collect else None
+    return {"t": time.time(), **_rss(), **_malloc(), **_pymalloc(), "collected": collected,
+            "collections": [generation["collections"] for generation in gc.get_stats()]}
 
 
-def _loop(path: str, every: float) -> None:
+def _loop(path: str, every: float, collect: bool) -> None:
     while True:
         time.sleep(every)
         with open(path, "a") as out:
-            out.write(json.dumps(sample()) + "\n")
+            out.write(json.dumps(sample(collect)) + "\n")
 
 
 def main() -> None:
     path = os.environ["HUBCOLLECT_PROBE_OUT"]
     every = float(os.environ.get("HUBCOLLECT_PROBE_EVERY", "10"))
-    threading.Thread(target=_loop, args=(path, every), daemon=True).start()
+    collect = os.environ.get("HUBCOLLECT_PROBE_COLLECT") == "1"
+    threading.Thread(target=_loop, args=(path, every, collect), daemon=True).start()
     sys.argv = ["runner", *sys.argv[1:]]
     runpy.run_module("runner", run_name="__main__", alter_sys=True)
 
