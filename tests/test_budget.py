@@ -23,6 +23,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
@@ -501,6 +502,19 @@ def wait_for(predicate: Any, timeout: float, step: float = 0.25) -> None:
         time.sleep(step)
 
 
+def warm_up(fake: FakeServer, queries: list[str]) -> None:
+    """Ask the fake each query once, then forget those requests and their windows. Its first
+    answer to a "huge" query builds 5000 repositories (about half a second of CPU, seconds on
+    a loaded machine), holding up every other answer meanwhile: met inside a window, that
+    stall would be taken for the budget's (the fake logs each request as it handles it)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for q in queries:
+        query = urlencode({"q": q, "sort": "stars", "order": "desc", "per_page": 1})
+        with opener.open(f"{fake.url('api')}/search/repositories?{query}", timeout=60) as answer:
+            answer.read()
+    fake.control(reset_limits=True, reset_stats=True)
+
+
 def booked_workers(collector: Collector) -> int:
     """How many worker processes have a GitHub request booked in the budget."""
     path = DataLayout(collector.data_dir).budget_db
@@ -520,6 +534,7 @@ def spent_start_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
     try:
         collector = Collector(home / "collector")
         configure(collector, fake, huge_queries(), limit=RUN_LIMIT, window=RUN_WINDOW)
+        warm_up(fake, huge_queries())
         # The claim is eight workers on one budget, so all eight crawl at once whatever the
         # machine's CPU: how many may is the pool's decision, proved in test_autoscale.py.
         collector.update_config({"autoscale": {"min_concurrency": WORKERS}})
@@ -553,13 +568,9 @@ def test_spent_budget_at_start_no_request_before_reset(spent_start_run: dict[str
     assert first[0] - reset < 1.0
     inside = [r["t"] for r in requests if first[0] <= r["t"] < first[1]]
     assert len(inside) == RUN_LIMIT
-    # Paced, not a burst and then a wall: spread over the window, and never twice the pace
-    # for long (a worker the scheduler wakes late is caught up on, down to
-    # BUDGET_MIN_INTERVAL, so single gaps say little on a loaded machine).
-    pace = RUN_WINDOW / RUN_LIMIT
-    gaps = [round(b - a, 2) for a, b in itertools.pairwise(inside)]
-    assert inside[-1] - inside[0] >= 0.8 * (RUN_LIMIT - 1) * pace, gaps
-    assert max(sum(1 for t in inside if a <= t < a + 4 * pace) for a in inside) <= 8, gaps
+    gaps = [b - a for a, b in itertools.pairwise(inside)]
+    # Paced, not a burst and then a wall.
+    assert min(gaps) > 0.5 * RUN_WINDOW / RUN_LIMIT, [round(g, 2) for g in gaps]
 
 
 def test_eight_workers_spend_the_budget_without_tripping_it(
@@ -599,6 +610,7 @@ def test_secondary_limit_all_workers_wait_it_out(collector: Collector,
                                                  fake_github_factory: Any) -> None:
     fake = fake_github_factory(search_limit=LIMIT, search_window=WINDOW)
     configure(collector, fake, huge_queries(SECONDARY_WORKERS))
+    warm_up(fake, huge_queries(SECONDARY_WORKERS))
     shards = [f"{i}/{SECONDARY_WORKERS}" for i in range(SECONDARY_WORKERS)]
     workers = [collector.start_crawl("search", shard) for shard in shards]
     pause = 4.0
