@@ -568,9 +568,14 @@ def test_spent_budget_at_start_no_request_before_reset(spent_start_run: dict[str
     assert first[0] - reset < 1.0
     inside = [r["t"] for r in requests if first[0] <= r["t"] < first[1]]
     assert len(inside) == RUN_LIMIT
-    gaps = [b - a for a, b in itertools.pairwise(inside)]
-    # Paced, not a burst and then a wall.
-    assert min(gaps) > 0.5 * RUN_WINDOW / RUN_LIMIT, [round(g, 2) for g in gaps]
+    # Paced, not a burst and then a wall: spread over the window, and no 2 s holds more than
+    # the pace's 4 (5 with the jitter of the arrivals) and one more (a worker the scheduler
+    # woke late sends right before the next one's slot: one short gap, which says nothing of
+    # the budget's slots).
+    pace = RUN_WINDOW / RUN_LIMIT
+    gaps = [round(b - a, 2) for a, b in itertools.pairwise(inside)]
+    assert inside[-1] - inside[0] >= 0.8 * (RUN_LIMIT - 1) * pace, gaps
+    assert max(sum(1 for t in inside if a <= t < a + 4 * pace) for a in inside) <= 6, gaps
 
 
 def test_eight_workers_spend_the_budget_without_tripping_it(
