@@ -201,6 +201,23 @@ def test_a_reset_that_moves_while_no_window_runs_teaches_no_window(tmp_path: Pat
     assert [round(b - a, 3) for a, b in itertools.pairwise(slots)] == [6.0, 6.0]
 
 
+def test_a_fresh_start_does_not_learn_a_window_from_its_probe(tmp_path: Path) -> None:
+    """The probe of a fresh state meets no window running: its reset is "a window from now".
+    The first request opens one a moment later, and its reset can be a second further: that
+    second is no window (it was learned as one, so the pace became ten a second)."""
+    clock = Clock(1_000_000.8)
+    store = make_store(tmp_path, clock)
+    store.define(SEARCH, BucketSpec(10, 5.0, probe=True))
+    ticket = store.reserve(SEARCH)
+    assert store.claim(ticket).probe
+    store.probe_result("anonymous", {"search": rate(10, math.ceil(clock.now + 5))})
+    clock.now += 0.3
+    assert store.claim(ticket).go
+    store.complete(ticket, SEARCH, rate(9, math.ceil(clock.now + 5)))  # one second later
+    slots = [store.reserve(SEARCH).slot_at for _ in range(3)]
+    assert [round(b - a, 3) for a, b in itertools.pairwise(slots)] == [0.5, 0.5]
+
+
 class GitHubWindows:
     """GitHub's primary limit on the fake clock: a window opens with the first counted request
     after the previous reset and resets ``window`` later, rounded up to a whole second."""
