@@ -560,6 +560,9 @@ def spent_start_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
         fake.control(exhaust={"resource": "search", "reset_in": 3600}, hold_probes=True)
         runner = collector.start_runner("--workers", str(WORKERS), "--spiders", "search")
         try:
+            # The store is read only once the first worker has made it and asks /rate_limit:
+            # a read-only reader during its creation cost the workers "disk I/O error" once.
+            wait_for(lambda: fake.control()["probes_waiting"], 120)
             wait_for(lambda: booked_workers(collector) == WORKERS, 120)
             config = fake.control(exhaust={"resource": "search", "reset_in": RESET_IN},
                                   hold_probes=False)
