@@ -78,8 +78,8 @@ def drain_into(target: dict[str, Any]) -> Any:
     from runner.dataset.gather import drain
     from scraper.distributed.keys import Keys
 
-    return drain(target["link"], Keys(), target["layout"], target["box"], lambda rel: False,
-                 warn=print)
+    return drain(target["link"].client, Keys(), target["layout"], target["box"],
+                 lambda rel: False, warn=print)
 
 
 def redis_holds(client: Any) -> tuple[int, int, list[bytes]]:
@@ -92,7 +92,8 @@ def claim(target: dict[str, Any], take_over: bool = False) -> Any:
     from runner.dataset.gather import choose
     from scraper.distributed.keys import Keys
 
-    return choose(target["link"], Keys(), target["box"], take_over=take_over, scheduled=False)
+    return choose(target["link"].client, Keys(), target["box"], take_over=take_over,
+                  scheduled=False)
 
 
 def test_shipped_segments_stay_bounded_until_drained_and_arrive_once(
@@ -260,3 +261,38 @@ def test_three_boxes_one_catalog_every_item_once(
     assert str(boxes[0].data_dir.resolve()) in other.stdout and "--take-over" in other.stdout
     assert not (boxes[1].data_dir / "catalog.sqlite").exists()
     assert redis_url.split("//")[1] not in built.stdout + other.stdout  # no URL, no secret
+
+
+def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
+        tmp_path: Path, redis_url: str) -> None:  # noqa: F811
+    from runner.dataset.gather import gather
+    from scraper.config import CollectorConfig
+    from scraper.layout import DataLayout
+
+    def run(name: str, url: str = redis_url, **flags: bool) -> tuple[bool, list[str]]:
+        said: list[str] = []
+        config = CollectorConfig(data_dir=tmp_path / name, redis_url=url)
+        here = gather(config, DataLayout(config.data_dir), take_over=flags.get("take_over", False),
+                      scheduled=flags.get("scheduled", False), say=said.append,
+                      warn=said.append)
+        return here, said
+
+    # The runner's periodic build chooses no box: the dataset goes where the user asks first.
+    here, said = run("a", scheduled=True)
+    assert not here and said == [said[0]] and "no box builds the cluster's dataset" in said[0]
+    assert run("b")[0]  # by hand on b: b is the dataset box
+    assert run("b", scheduled=True)[0]  # and its runner's builds drain and build there
+    here, said = run("a")
+    assert not here and len(said) == 1
+    assert f":{(tmp_path / 'b').resolve()}, where this box" in said[0], said
+    assert said[0].endswith("python -m runner catalog --take-over")
+    here, said = run("a", take_over=True)
+    assert here and "in place of" in said[0] and said[-1].startswith("catalog: received 0")
+    assert not run("b")[0]  # b hears it is a's now
+    # Redis away: each box still knows its part from the last answer it had.
+    down = "redis://127.0.0.1:1/0"
+    here, said = run("a", url=down)
+    assert here and "built from the segments already here" in said[0]
+    here, said = run("b", url=down)
+    assert not here and len(said) == 1 and "is unreachable" in said[0], said
+    assert f":{(tmp_path / 'a').resolve()}" in said[0]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from scraper.config import CollectorConfig
-from scraper.distributed.connection import RedisLink, RedisUnavailable
+from scraper.distributed.defaults import CONNECT_TIMEOUT, SOCKET_TIMEOUT
 from scraper.distributed.keys import Keys
 from scraper.distributed.shipping import DONE, ENTRY_RE, Box, chunk_field, dataset_box
 from scraper.layout import DataLayout
@@ -49,6 +49,10 @@ TEMP_SUFFIX = ".drain"
 Say = Callable[[str], None]
 
 
+class EntryGone(Exception):
+    """The entry's data left Redis before it was read whole: another drain took it."""
+
+
 @dataclass(slots=True)
 class DrainResult:
     received: int = 0
@@ -63,24 +67,20 @@ class DrainResult:
                 f"{len(self.boxes)} other boxes{skipped}")
 
 
-def role_path(layout: DataLayout) -> Path:
-    return layout.state_dir / "dataset-box.json"
-
-
-def choose(link: RedisLink, keys: Keys, box: Box, *, take_over: bool, scheduled: bool
+def choose(client: Any, keys: Keys, box: Box, *, take_over: bool, scheduled: bool
            ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the dataset box now, the one it replaced); this box becomes it when unset (by hand) or
-    told to take over. Raises RedisUnavailable."""
+    told to take over."""
     mine = {"id": box.id, "name": box.name, "since": time.time()}
     if take_over:
-        old = link.client.set(keys.dataset_box, json.dumps(mine), get=True)
+        old = client.set(keys.dataset_box, json.dumps(mine), get=True)
         before = json.loads(old) if old else None
         return mine, before if before and before.get("id") != box.id else None
-    current = dataset_box(link, keys)
+    current = dataset_box(client, keys)
     if current is None and not scheduled:
-        if link.client.set(keys.dataset_box, json.dumps(mine), nx=True):
+        if client.set(keys.dataset_box, json.dumps(mine), nx=True):
             return mine, None
-        current = dataset_box(link, keys)
+        current = dataset_box(client, keys)
     return current, None
 
 
@@ -100,12 +100,11 @@ def loaded_in_catalog(db: Path) -> Callable[[str], bool]:
     return loaded
 
 
-def drain(link: RedisLink, keys: Keys, layout: DataLayout, box: Box,
+def drain(client: Any, keys: Keys, layout: DataLayout, box: Box,
           loaded: Callable[[str], bool], warn: Say) -> DrainResult:
-    """Every entry queued now into ``items/``, each once; raises RedisUnavailable (what is not
-    drained stays in Redis for the next run)."""
+    """Every entry queued now into ``items/``, each once; raises a Redis error on the way (what
+    is not drained stays in Redis for the next run)."""
     result = DrainResult()
-    client = link.client
     done = client.register_script(DONE)
     for directory in layout.items_root.glob("*/"):
         for stale in directory.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"):  # a killed drain's
@@ -125,14 +124,14 @@ def drain(link: RedisLink, keys: Keys, layout: DataLayout, box: Box,
         if match["origin"] == box.id or _here(target, rel, loaded):
             result.skipped += 1
         else:
-            size = _receive(client, seg, target)
-            if size is None:  # queued, but its data is gone (a Redis that lost it)
-                warn(f"{seg}: queued but holds no segment; dropped (its box ships it again "
-                     "only after a take-over)")
-            else:
-                result.received += 1
-                result.bytes += size
-                result.boxes.add(match["origin"])
+            try:
+                size = _receive(client, seg, target)
+            except EntryGone:
+                result.skipped += 1
+                continue
+            result.received += 1
+            result.bytes += size
+            result.boxes.add(match["origin"])
         done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
     return result
 
@@ -142,11 +141,12 @@ def _here(target: Path, rel: str, loaded: Callable[[str], bool]) -> bool:
     return target.exists() or plain.exists() or loaded(rel)
 
 
-def _receive(client: Any, seg: str, target: Path) -> int | None:
-    """Write the segment at ``target`` atomically; its bytes, or None if Redis has none."""
+def _receive(client: Any, seg: str, target: Path) -> int:
+    """Write the segment at ``target`` atomically; its bytes (:class:`EntryGone` if Redis has
+    none: the old dataset box drained it after a take-over, and ships it on)."""
     chunks = client.hget(seg, "chunks")
     if chunks is None:
-        return None
+        raise EntryGone(seg)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f"{TEMP_PREFIX}{target.name}.{os.getpid()}{TEMP_SUFFIX}")
     size = 0
@@ -155,7 +155,7 @@ def _receive(client: Any, seg: str, target: Path) -> int | None:
             for index in range(int(chunks)):
                 piece = client.hget(seg, chunk_field(index))
                 if piece is None:
-                    raise RedisUnavailable(f"{seg}: chunk {index} is gone")
+                    raise EntryGone(seg)
                 handle.write(piece)
                 size += len(piece)
             handle.flush()
@@ -177,20 +177,32 @@ def gather(config: CollectorConfig, layout: DataLayout, *, take_over: bool, sche
     """Before a catalog build in the distributed mode: True when this box builds the cluster's
     catalog (after draining what was shipped to it), False after saying where it is built."""
     assert config.redis_url
+    import redis
+
     keys = Keys()
     box = Box.here(layout.root)
-    link = RedisLink(config.redis_url)
+    client = redis.Redis.from_url(config.redis_url, socket_timeout=SOCKET_TIMEOUT,
+                                  socket_connect_timeout=CONNECT_TIMEOUT)
     try:
-        current, replaced = choose(link, keys, box, take_over=take_over, scheduled=scheduled)
-    except RedisUnavailable as exc:
-        known = read_json(role_path(layout)) or {}
+        return _gather(client, keys, box, layout, take_over, scheduled, say, warn)
+    except redis.exceptions.RedisError as exc:
+        why = f"Redis {mask_url(config.redis_url)} is unreachable ({type(exc).__name__})"
+        known = read_json(layout.dataset_role) or {}
         if known.get("id") == box.id:
-            warn(f"{exc}: built from the segments already here; the shipped ones come next time")
+            warn(f"{why}: built from the segments already here; what was shipped comes next "
+                 "time")
             return True
-        say(_elsewhere(known or None, f"Redis {mask_url(config.redis_url)} is unreachable"))
+        say(_elsewhere(known or None, why))
         return False
+    finally:
+        client.close()
+
+
+def _gather(client: Any, keys: Keys, box: Box, layout: DataLayout, take_over: bool,
+            scheduled: bool, say: Say, warn: Say) -> bool:
+    current, replaced = choose(client, keys, box, take_over=take_over, scheduled=scheduled)
     if current is not None:
-        write_json_atomic(role_path(layout), current)
+        write_json_atomic(layout.dataset_role, current)
     if current is None or current["id"] != box.id:
         say(_elsewhere(current, None))
         return False
@@ -198,16 +210,15 @@ def gather(config: CollectorConfig, layout: DataLayout, *, take_over: bool, sche
         say(f"catalog: this box ({box.name}) builds the cluster's dataset now, in place of "
             f"{replaced.get('name')}; every box ships its segments here, the ones it received "
             "too")
-    with exclusive_or_skip(layout.state_dir / "drain.lock") as mine:
-        if mine:
-            try:
-                result = drain(link, keys, layout, box, loaded_in_catalog(layout.catalog_db),
-                               warn)
-            except RedisUnavailable as exc:
-                warn(f"{exc}: the segments not drained yet stay in Redis for the next run")
-            else:
-                say(result.describe())
-    link.close()
+    with exclusive_or_skip(layout.drain_lock) as mine:
+        if not mine:  # another drain is at it: this build loads what it has written so far
+            return True
+        try:
+            say(drain(client, keys, layout, box, loaded_in_catalog(layout.catalog_db),
+                      warn).describe())
+        except OSError as exc:  # a full disk: what is not drained stays in Redis
+            warn(f"{exc.filename or layout.items_root}: {exc.strerror}; the segments not "
+                 "drained yet stay in Redis for the next run")
     return True
 
 

@@ -126,9 +126,9 @@ class Box:
         return cls(box_id(host, data_dir), f"{host}:{Path(data_dir).resolve()}")
 
 
-def dataset_box(link: RedisLink, keys: Keys) -> dict[str, Any] | None:
+def dataset_box(client: Any, keys: Keys) -> dict[str, Any] | None:
     """The dataset box's record (``id``, ``name``, ``since``), or None while none is chosen."""
-    raw = link.client.get(keys.dataset_box)
+    raw = client.get(keys.dataset_box)
     if not raw:
         return None
     try:
@@ -151,7 +151,7 @@ class Ledger:
     """What this box shipped of a spider, towards which dataset box; survives ``kill -9``."""
 
     def __init__(self, layout: DataLayout, spider: str) -> None:
-        directory = layout.state_dir / "shipped"
+        directory = layout.shipped_dir
         self.path = directory / f"{spider}.list"
         self.target_path = directory / f"{spider}.to"
         self.directory = directory
@@ -248,7 +248,7 @@ class Shipper:
         """Ship what is not shipped yet, oldest first, until refused or ``deadline``
         (monotonic). Raises RedisUnavailable (the rest goes next time)."""
         result = ShipResult()
-        record = dataset_box(self.link, self.keys)
+        record = dataset_box(self.link.client, self.keys)
         result.target = record["id"] if record else None
         if result.target == self.box.id:  # the catalog here reads the segments in place
             self.ledger.aim(self.box.id)
@@ -328,7 +328,7 @@ class SegmentShipper:
         layout = DataLayout.from_settings(settings)
         stats = self.crawler.stats
         assert stats is not None
-        with exclusive_or_skip(layout.state_dir / "shipped" / f"{spider.name}.lock") as mine:
+        with exclusive_or_skip(layout.shipped_dir / f"{spider.name}.lock") as mine:
             if not mine:
                 return
             shipper = Shipper(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
