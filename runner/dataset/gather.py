@@ -63,8 +63,10 @@ class DrainResult:
 
     def describe(self) -> str:
         skipped = f", {self.skipped} here already" if self.skipped else ""
-        return (f"catalog: received {self.received} segments ({self.bytes / 1e6:.1f} MB) from "
-                f"{len(self.boxes)} other boxes{skipped}")
+        segments = "segment" if self.received == 1 else "segments"
+        boxes = "box" if len(self.boxes) == 1 else "boxes"
+        return (f"catalog: received {self.received} shipped {segments} "
+                f"({self.bytes / 1e6:.1f} MB) from {len(self.boxes)} other {boxes}{skipped}")
 
 
 def choose(client: Any, keys: Keys, box: Box, *, take_over: bool, scheduled: bool

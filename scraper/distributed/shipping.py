@@ -339,8 +339,8 @@ class SegmentShipper:
                 return  # the link logged it once; the segments go at a later round's end
         if result.shipped:
             stats.set_value("distributed/segments_shipped", result.shipped)
-            logger.info("shipped %d closed segments (%d bytes, gzip) to Redis for the "
-                        "cluster's dataset box", result.shipped, result.bytes)
+            logger.info("closed segments shipped to Redis for the cluster's dataset box: %d "
+                        "(%d bytes, gzip)", result.shipped, result.bytes)
         if result.refused:
             stats.set_value("distributed/segments_refused", result.refused)
             logger.info("Redis holds DISTRIBUTED_SHIP_MAX_BYTES (%d) of segments the dataset "
