@@ -106,8 +106,10 @@ def test_shipped_segments_stay_bounded_until_drained_and_arrive_once(
     segments = write_segments(b["layout"], 3, 1)
     a = box(tmp_path, "a", redis_url)
 
+    (b["layout"].items_dir("docs") / "a copy.jsonl").write_text("{}\n")  # no segment's name
     # The dataset box is down (none chosen yet): B ships up to the cap, the rest stays on disk.
     first = b["shipper"].ship()
+    assert first.unnamed == ["a copy.jsonl"]
     held, queued, _ = redis_holds(client)
     assert (first.shipped, first.refused, queued) == (1, 1, 1)
     assert 0 < held <= cap

@@ -37,7 +37,7 @@ import socket
 import time
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +227,7 @@ def compressed_chunks(path: Path, size: int = CHUNK_BYTES) -> Iterator[bytes]:
 class ShipResult:
     shipped: int = 0
     refused: int = 0  # Redis held the cap: left on disk for a later round
+    unnamed: list[str] = field(default_factory=list)  # files no entry can name (renamed by hand)
     bytes: int = 0
     target: str | None = None  # the dataset box's id; None while none is chosen
 
@@ -258,6 +259,9 @@ class Shipper:
         directory = self.layout.items_dir(self.spider)
         for name in closed_segments(directory):
             if name.removesuffix(".gz") in done:
+                continue
+            if not ENTRY_RE.fullmatch(entry_name(self.spider, self.box.id, name)):
+                result.unnamed.append(name)  # not a name this store writes: kept here only
                 continue
             if deadline is not None and time.monotonic() > deadline:
                 break
@@ -341,6 +345,10 @@ class SegmentShipper:
             stats.set_value("distributed/segments_shipped", result.shipped)
             logger.info("closed segments shipped to Redis for the cluster's dataset box: %d "
                         "(%d bytes, gzip)", result.shipped, result.bytes)
+        if result.unnamed:
+            logger.info("not shipped to the dataset box, their names are not segment names "
+                           "(%s…): rename them {spider}-{i}of{N}-{stamp}.jsonl to ship them",
+                           ", ".join(result.unnamed[:3]))
         if result.refused:
             stats.set_value("distributed/segments_refused", result.refused)
             logger.info("Redis holds DISTRIBUTED_SHIP_MAX_BYTES (%d) of segments the dataset "
