@@ -22,7 +22,6 @@ dataset box still builds from what it has, and another box still says where the 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sqlite3
 import time
@@ -39,8 +38,6 @@ from scraper.layout import DataLayout
 from scraper.pidlock import exclusive_or_skip
 from scraper.statefile import read_json, write_json_atomic
 from scraper.urlmask import mask_url
-
-logger = logging.getLogger("runner")
 
 TEMP_PREFIX = "."
 TEMP_SUFFIX = ".drain"
