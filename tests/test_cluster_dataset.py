@@ -241,6 +241,9 @@ def test_three_boxes_one_catalog_every_item_once(
     every = sum(written, collections.Counter())
     assert max(every.values()) == 1  # the content hashes: no line twice in the cluster
 
+    logs = "".join(collector.log("docs") for collector in boxes)
+    assert "closed segments shipped to Redis" in logs
+    assert " ERROR: " not in logs and "Traceback" not in logs
     for collector in boxes:
         collector.update_config({"redis_url": redis_url})
     built = boxes[0].runner("catalog", timeout=60)
