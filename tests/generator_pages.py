@@ -85,14 +85,16 @@ def code_text(block: lxml.html.HtmlElement) -> str:
 
 def code_texts(html: str) -> list[str]:
     """The code of every code block on the page, in page order; a ``<pre>`` that holds only
-    line numbers (the gutter column of a code table) is not a code block."""
+    line numbers (the gutter column of a code table, or a ``<pre>`` inside it) is not a code
+    block."""
     root = lxml.html.fromstring(html)
     blocks = root.xpath("//pre[not(ancestor::pre)] | "
                         "//div[contains(concat(' ', @class, ' '), ' fragment ')]")
     texts = []
     for block in blocks:
-        if _classes(block) & _NOT_CODE:
-            continue
+        if _classes(block) & _NOT_CODE or any(_classes(holder) & _NOT_CODE
+                                              for holder in block.iterancestors()):
+            continue  # a gutter: Pygments' td.linenos, Rouge's td.gutter
         text = code_text(block)
         gutter = block.xpath(".//*[contains(concat(' ', @class, ' '), ' lnt ')]")
         if gutter and not text.strip():

@@ -60,8 +60,9 @@ CODE_LINE_BLOCKS = BLOCK_ENDS | {"p", "pre"}
 # A heading's permalink: a link to the heading whose whole text is one of these symbols.
 PERMALINK_SYMBOLS = frozenset({"§", "¶", "#", "◆", "🔗", "⚓", "🔗︎"})
 
-_LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight|sourceCode)-([\w+#.-]+)")
-# Sphinx's "default" highlighting is its lenient Python 3 lexer.
+_LANGUAGE = re.compile(r"(?:^|\s)(language|lang|highlight|sourceCode)-([\w+#.-]+)")
+# Sphinx's "default" highlighting (``highlight-default``) is its lenient Python 3 lexer;
+# kramdown's ``language-default`` is a block without a language.
 _LANGUAGE_ALIASES = {"default": "python", "python3": "python", "none": "", "plaintext": "text"}
 # A bare class on a ``<pre>``'s ``<code>`` that names a language (TypeDoc's ``class="ts"``).
 _BARE_LANGUAGE = re.compile(r"^[a-z][a-z0-9+#-]{0,15}$")
@@ -111,7 +112,7 @@ def code_language(pre: etree._Element) -> str:
         for code in pre.iterchildren("code"):
             names = (code.get("class") or "").split()
             if len(names) == 1 and _BARE_LANGUAGE.match(names[0]) and \
-                    names[0] not in _NOT_LANGUAGES:
+                    names[0] not in _NOT_LANGUAGES and not _LANGUAGE.search(names[0]):
                 return _LANGUAGE_ALIASES.get(names[0], names[0])
     return language
 
@@ -121,7 +122,9 @@ def language_of(class_attributes: Iterable[str]) -> str:
     for value in class_attributes:
         match = _LANGUAGE.search(value)
         if match:
-            name = match.group(1).lower()
+            name = match.group(2).lower()
+            if name == "default" and match.group(1) != "highlight":
+                return ""
             return _LANGUAGE_ALIASES.get(name, name)
     return ""
 
@@ -323,7 +326,12 @@ class Walker:
                                                  or tag == "a"):
             return  # markup nested this deep is noise: its text flows on unformatted
         elif tag in INLINE_CODE:
-            self.push("code", element)
+            if len(element) and element.find(".//pre") is not None:
+                # Rouge's line-number table inside <code> (Jekyll's {% highlight linenos %}):
+                # a wrapper of the code block, not inline code.
+                top.flush()
+            else:
+                self.push("code", element)
         elif tag == "a" and not self.in_link:
             self.in_link = True
             # number: where the link's text starts in the open heading's, to take a permalink out
