@@ -63,9 +63,23 @@ def convert(body: str) -> str:
      "<td class='hljs-ln-numbers'></td><td class='hljs-ln-code'>two</td></tr></table></code>"
      "</pre>", "one\ntwo"),                                    # a table inside <code>
     ("<pre><code>mvn test <b class='conum'>(1)</b>\nls</code></pre>", "mvn test\nls"),
+    ("<figure class='highlight'><code class='language-ruby'><div class='table-wrapper'>"
+     "<table class='rouge-table'><tbody><tr><td class='gutter gl'><pre class='lineno'>1\n2\n"
+     "</pre><td class='code'><pre>a\nb\n</pre></table></div></code></figure>", "a\nb"),
 ])
 def test_code_markup_comes_out_as_its_code(body: str, code: str) -> None:
     assert [text for _, text in fenced_blocks(convert(body))] == [code]
+
+
+@pytest.mark.parametrize("body, opening", [
+    ("<div class='highlight-default'><pre>x = 1</pre></div>", "```python"),  # Sphinx
+    ("<pre><code class='language-default' data-lang='default'>{% raw %}</code></pre>", "```"),
+    ("<pre><code class='nextra-code' dir='ltr'>npm init</code></pre>", "```"),
+    ("<figure><code class='language-ruby'><table class='rouge-table'><tr><td class='code'>"
+     "<pre>puts 1</pre></td></tr></table></code></figure>", "```ruby"),
+])
+def test_language_of_a_block_as_its_generator_marked_it(body: str, opening: str) -> None:
+    assert convert(body).split("\n")[0] == opening
 
 
 @pytest.mark.parametrize("name", TABBED)

@@ -67,7 +67,7 @@ _LANGUAGE_ALIASES = {"default": "python", "python3": "python", "none": "", "plai
 # A bare class on a ``<pre>``'s ``<code>`` that names a language (TypeDoc's ``class="ts"``).
 _BARE_LANGUAGE = re.compile(r"^[a-z][a-z0-9+#-]{0,15}$")
 _NOT_LANGUAGES = frozenset({"hljs", "highlight", "code", "source", "chroma", "notranslate",
-                            "block", "line", "lines", "nohighlight", "prettyprint"})
+                            "block", "line", "lines", "nohighlight", "prettyprint", "nextra-code"})
 _WHITESPACE = re.compile(r"\s+")
 _HARD_BREAK = "\x00"
 _BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,})")
