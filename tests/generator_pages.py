@@ -5,7 +5,8 @@ used by tests/test_docs_generators.py and benchmarks/markdown.py.
 
 The reading of code here is a browser's, written independently of the converter: the text of a
 ``<pre>`` (or a Doxygen ``div.fragment``) as it lays it out, without what is drawn beside or
-over the code and is not code (line numbers, AsciiDoc callouts, copy buttons, toggle labels).
+over the code and is not code (line numbers, by class or as ``user-select:none``, AsciiDoc
+callouts, copy buttons, toggle labels).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def _read(element: lxml.html.HtmlElement, out: list[str]) -> None:
         if not isinstance(child.tag, str):
             out.append(child.tail or "")
             continue
-        if child.tag in _NOT_CODE_TAGS or _classes(child) & _NOT_CODE or _is_callout_label(child):
+        if child.tag in _NOT_CODE_TAGS or _classes(child) & _NOT_CODE or _is_callout_label(child) \
+                or "user-select:none" in (child.get("style") or "").replace(" ", ""):
             if "conum" in _classes(child) or _is_callout_label(child):
                 # A callout is set off from the code by spaces that are not code either.
                 while out and out[-1].endswith((" ", "\t")):
@@ -96,7 +98,8 @@ def code_texts(html: str) -> list[str]:
                                               for holder in block.iterancestors()):
             continue  # a gutter: Pygments' td.linenos, Rouge's td.gutter
         text = code_text(block)
-        gutter = block.xpath(".//*[contains(concat(' ', @class, ' '), ' lnt ')]")
+        gutter = block.xpath(".//*[contains(concat(' ', @class, ' '), ' lnt ')] | "
+                             ".//*[contains(translate(@style, ' ', ''), 'user-select:none')]")
         if gutter and not text.strip():
             continue
         texts.append(text)

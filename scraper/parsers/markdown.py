@@ -75,6 +75,7 @@ _INLINE_ESCAPE = re.compile(r"([*`\\]|<(?=[A-Za-z/!?]))")
 _BACKTICKS = re.compile(r"`+")
 _HEADING_BLOCK = re.compile(r"^#{1,6} ")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
+_TABLE_ROWS = etree.XPath("./tr | ./tbody/tr")
 
 Skip = Callable[[etree._Element], bool]
 
@@ -258,7 +259,7 @@ class Walker:
         if tag == "header" and element.find(".//h1") is None:
             return True  # a page header; an article's own header holds its title
         names = classes(element)
-        if names & LINE_NUMBER_CLASSES:
+        if names & LINE_NUMBER_CLASSES or (self.top.kind == "pre" and unselectable(element)):
             if self.top.kind == "pre":
                 self.top.numbers = self.top.omitted = True
             return True
@@ -369,7 +370,8 @@ class Walker:
             top.flush()
             self.containers += 1
             self.push("quote", element)
-        elif tag == "table" and not classes(element) & CODE_TABLE_CLASSES:
+        elif tag == "table" and not classes(element) & CODE_TABLE_CLASSES and \
+                not is_numbered_code(element):
             top.flush()
             self.containers += 1
             self.push("table", element)
@@ -627,13 +629,39 @@ def tree_code(block: etree._Element) -> str:
         skipped = None
         names = classes(element) if isinstance(element.tag, str) else set()
         if not isinstance(element.tag, str) or element.tag in INVISIBLE or \
-                names & LINE_NUMBER_CLASSES or "hideme" in names or is_callout(element, names):
+                names & LINE_NUMBER_CLASSES or "hideme" in names or is_callout(element, names) \
+                or unselectable(element):
             walker.skip_subtree()
             skipped = element
             parts.append(element.tail or "")
             continue
         parts.append(element.text or "")
     return "".join("".join(parts).split())
+
+
+def unselectable(element: etree._Element) -> bool:
+    """Drawn in code but left out when it is copied: Chroma's line numbers with inline styles
+    (Hugo's default ``noClasses``) carry no class, only ``user-select:none``."""
+    style = element.get("style")
+    return style is not None and "user-select" in style and \
+        "user-select:none" in style.replace(" ", "")
+
+
+def is_numbered_code(table: etree._Element) -> bool:
+    """A table laying out a code block beside its line numbers without a class saying so
+    (Chroma's ``lineNos: table`` with inline styles): one row, two cells, a ``<pre>`` in each,
+    the first holding line numbers only."""
+    rows = _TABLE_ROWS(table)
+    if len(rows) != 1:
+        return False
+    cells = rows[0].findall("td")
+    gutter = cells[0].find(".//pre") if len(cells) == 2 else None
+    if gutter is None or cells[1].find(".//pre") is None:
+        return False
+    numbers = gutter.find("code")
+    numbers = gutter if numbers is None else numbers
+    return len(numbers) > 0 and not (numbers.text or "").strip() and all(
+        unselectable(line) or classes(line) & LINE_NUMBER_CLASSES for line in numbers)
 
 
 def is_callout(element: etree._Element, names: set[str]) -> bool:
