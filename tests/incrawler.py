@@ -5,14 +5,17 @@ against the fake servers in this process (:func:`crawl`)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from scrapy import Spider
 from scrapy.crawler import Crawler, CrawlerRunner
-from scrapy.settings import Settings
+from scrapy.settings import Settings, default_settings
 from scrapy.utils.test import get_crawler
 
 from scraper import settings as project_settings
@@ -151,3 +154,31 @@ def crawl_round(spider: str, config_path: Path | str, *, settings: dict[str, Any
     stats = crawl(spider, config_path, settings=settings, **spider_args).stats.get_stats()
     assert stats.get("finish_reason") == "finished", stats
     return stats
+
+
+class _Lines(logging.Handler):
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@contextmanager
+def crawl_log(level: int = logging.INFO) -> Iterator[list[str]]:
+    """The lines the crawls inside log at ``level`` and above, in Scrapy's log format (what a
+    worker's log file would hold), e.g. ``... [spider] ERROR: message``."""
+    lines: list[str] = []
+    handler = _Lines(lines)
+    handler.setFormatter(logging.Formatter(default_settings.LOG_FORMAT))
+    handler.setLevel(level)
+    root = logging.getLogger()
+    before = root.level
+    root.addHandler(handler)
+    root.setLevel(min(before, level))
+    try:
+        yield lines
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(before)
