@@ -5,14 +5,17 @@ against the fake servers in this process (:func:`crawl`)."""
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import queue
+import subprocess
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Spider
 from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.settings import Settings, default_settings
@@ -182,3 +185,46 @@ def crawl_log(level: int = logging.INFO) -> Iterator[list[str]]:
     finally:
         root.removeHandler(handler)
         root.setLevel(before)
+
+
+# --- ``scrapy crawl``'s checks in this process ------------------------------------------------
+
+
+def validate_crawl(argv: list[str]) -> Any:
+    """``scrapy crawl ARGV``'s option parsing and validation (scraper/commands/crawl.py), in
+    this process, as ``scrapy.cmdline.execute`` drives it, up to the crawl itself: the command,
+    or SystemExit with its status once it printed its one line. The environment names the
+    config (``COLLECTOR_CONFIG``); the caller keeps the worker lock out of this process."""
+    from scrapy.cmdline import ScrapyArgumentParser, _run_print_help
+    from scrapy.utils.project import get_project_settings
+
+    from scraper.commands.crawl import Command
+
+    cmd = Command()
+    cmd.settings = get_project_settings()
+    cmd.settings.setdict(cmd.default_settings, priority="command")
+    parser = ScrapyArgumentParser(usage="scrapy crawl [options] <spider>")
+    cmd.add_options(parser)
+    opts, args = parser.parse_known_args(args=argv)
+    _run_print_help(parser, cmd.process_options, args, opts)  # turns UsageError into exit 2
+    return cmd
+
+
+def refused_crawl(argv: list[str], config_path: Path | str
+                  ) -> subprocess.CompletedProcess[str]:
+    """What ``scrapy crawl ARGV`` with ``COLLECTOR_CONFIG=config_path`` exits with and prints
+    when it refuses to start; a run it would start is exit status 0 here (and nothing ran)."""
+    import scraper.commands.crawl as crawl_module
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+        patch.setenv("COLLECTOR_CONFIG", str(config_path))
+        patch.setenv("SCRAPY_SETTINGS_MODULE", "scraper.settings")
+        patch.setattr(crawl_module, "acquire_worker_lock", lambda path, label: None)
+        try:
+            validate_crawl(argv)
+            status = 0
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["scrapy", "crawl", *argv], status, out.getvalue(),
+                                       err.getvalue())
