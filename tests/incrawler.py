@@ -21,6 +21,7 @@ from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.settings import Settings, default_settings
 from scrapy.utils.test import get_crawler
 
+from scraper import addon
 from scraper import settings as project_settings
 from scraper.addon import config_settings
 from scraper.config import load_config, parse_config
@@ -221,6 +222,7 @@ def refused_crawl(argv: list[str], config_path: Path | str
         patch.setenv("COLLECTOR_CONFIG", str(config_path))
         patch.setenv("SCRAPY_SETTINGS_MODULE", "scraper.settings")
         patch.setattr(crawl_module, "acquire_worker_lock", lambda path, label: None)
+        patch.setattr(addon, "_read", {})  # a new process has read no config yet
         try:
             validate_crawl(argv)
             status = 0

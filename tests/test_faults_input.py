@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import runner.cli
+import scraper.addon
 from runner.argtypes import MAX_WORKERS
 from scraper.config import (
     PERIODS,
@@ -464,6 +465,7 @@ def crawl_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     claimed: list[str] = []
     monkeypatch.setattr(crawl_module, "acquire_worker_lock",
                         lambda path, label: claimed.append(label))
+    monkeypatch.setattr(scraper.addon, "_read", {})  # this test's config, not an earlier one
 
     def validate(argv: list[str]) -> crawl_module.Command:
         return validate_crawl(argv)
