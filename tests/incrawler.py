@@ -117,7 +117,7 @@ def collector_settings(config_path: Path | str, **overrides: Any) -> Settings:
     return settings
 
 
-def crawl(spider: str, config_path: Path | str, *, timeout: float = 60,
+def crawl(spider: str, config_path: Path | str, *, timeout: float = 240,
           settings: dict[str, Any] | None = None, **spider_args: Any) -> Crawler:
     """One round of ``spider`` in this process: ``scrapy crawl SPIDER -a KEY=VALUE… -s …``
     without the process. Returns the finished crawler (``crawler.stats``)."""
