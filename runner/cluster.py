@@ -45,7 +45,7 @@ def render_boxes(cluster: dict[str, Any]) -> list[str]:
     boxes = cluster.get("boxes", {})
     beating = len(boxes) - len(silent)
     lines = [f"cluster {cluster['url']}: {beating} box{'' if beating == 1 else 'es'} heartbeating"
-             + (f", {len(silent)} SILENT" if silent else ""),
+             + (f", {len(silent)} SILENT" if silent else ""), *_dataset_line(cluster),
              f"  {'box':<40} {'pid':>7} {'workers':>7} {'rounds':>6} {'last round':>10} "
              f"{'items':>8}  health"]
     for name, box in sorted(boxes.items()):
@@ -56,6 +56,17 @@ def render_boxes(cluster: dict[str, Any]) -> list[str]:
         lines.append(f"  {name[-40:]:<40} {box.get('pid', '?'):>7} {box.get('workers', 0):>7} "
                      f"{box.get('rounds', 0):>6} {ago:>10} {box.get('items', 0):>8}  {health}")
     return lines
+
+
+def _dataset_line(cluster: dict[str, Any]) -> list[str]:
+    dataset = cluster.get("dataset")
+    if not dataset:
+        return []
+    where = (f"built on {dataset['box']}" if dataset["box"] else
+             "no box builds it yet (run 'python -m runner catalog' by hand on the one that should)")
+    segments = "segment" if dataset["segments"] == 1 else "segments"
+    return [f"dataset: {where}; {dataset['segments']} shipped {segments} "
+            f"({dataset['bytes'] / 1e6:.1f} MB) waiting in Redis"]
 
 
 def render_cluster(cluster: dict[str, Any]) -> list[str]:

@@ -68,6 +68,9 @@ class ContentHashDedup:
             self.store.release(digest)
         self.in_flight.clear()
         if hasattr(self, "store"):  # not when the disk was too full to open it
+            taken = getattr(self.store, "taken_over", 0)  # Redis: a dead worker's claims
+            if taken:
+                self.stats.set_value("contenthash/claims_taken_over", taken)
             self.store.close_spider()
 
     async def process_item(self, item: scrapy.Item) -> scrapy.Item:

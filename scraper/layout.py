@@ -22,6 +22,12 @@
     {data_dir}/archive/{spider}/{sha[:2]}/{sha256}.gz           archived pages, each body once
     {data_dir}/state/archive/{spider}.sqlite                    every fetch of an archived page
     {data_dir}/logs/catalog.log, state/catalog.lock             the catalog builds'
+    {data_dir}/items/{spider}/{box}--{segment}.jsonl.gz         Redis mode, dataset box: another
+                                                                box's segment, drained from Redis
+    {data_dir}/state/shipped/{spider}.list, .to, .lock          Redis mode: segments shipped, to
+                                                                which dataset box; one shipper
+    {data_dir}/state/dataset-box.json, drain.lock               Redis mode: the dataset box last
+                                                                seen; one drain at a time
 
 Everything under ``state/`` is created private to the user (see :mod:`scraper.statefile`).
 """
@@ -200,6 +206,18 @@ class DataLayout:
     @property
     def catalog_lock(self) -> Path:
         return self.state_dir / "catalog.lock"
+
+    @property
+    def shipped_dir(self) -> Path:
+        return self.state_dir / "shipped"
+
+    @property
+    def dataset_role(self) -> Path:
+        return self.state_dir / "dataset-box.json"
+
+    @property
+    def drain_lock(self) -> Path:
+        return self.state_dir / "drain.lock"
 
     @property
     def catalog_log(self) -> Path:

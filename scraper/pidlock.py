@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from scraper.statefile import open_private
@@ -59,3 +61,21 @@ def read_pid(path: Path) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+@contextmanager
+def exclusive_or_skip(path: Path) -> Iterator[bool]:
+    """Yields True while holding the lock on ``path``, False when another process holds it: the
+    second of two runs of one job steps aside (the cron jobs, the catalog, a box's shipper)."""
+    fd = open_private(path)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        # os.open's descriptors are close-on-exec (PEP 446): the runner the watchdog starts
+        # does not inherit the lock, which is released when this run ends.
+        yield True
+    finally:
+        os.close(fd)

@@ -310,3 +310,6 @@ AutoThrottle's delay) between two, for the whole cluster (scraper/distributed/po
 not per worker."""
 DISTRIBUTED_DOWNLOAD_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 """The handler that sends http(s) requests once the cluster gave them their turn."""
+DISTRIBUTED_SHIP_MAX_BYTES = 256 * 1024 * 1024
+"""Bytes of closed item segments (gzip) Redis may hold for the dataset box to drain: past it a
+box keeps its segments on disk and ships them later (scraper/distributed/shipping.py)."""

@@ -5,7 +5,8 @@ used by tests/test_docs_generators.py and benchmarks/markdown.py.
 
 The reading of code here is a browser's, written independently of the converter: the text of a
 ``<pre>`` (or a Doxygen ``div.fragment``) as it lays it out, without what is drawn beside or
-over the code and is not code (line numbers, AsciiDoc callouts, copy buttons, toggle labels).
+over the code and is not code (line numbers, by class or as ``user-select:none``, AsciiDoc
+callouts, copy buttons, toggle labels).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def _read(element: lxml.html.HtmlElement, out: list[str]) -> None:
         if not isinstance(child.tag, str):
             out.append(child.tail or "")
             continue
-        if child.tag in _NOT_CODE_TAGS or _classes(child) & _NOT_CODE or _is_callout_label(child):
+        if child.tag in _NOT_CODE_TAGS or _classes(child) & _NOT_CODE or _is_callout_label(child) \
+                or "user-select:none" in (child.get("style") or "").replace(" ", ""):
             if "conum" in _classes(child) or _is_callout_label(child):
                 # A callout is set off from the code by spaces that are not code either.
                 while out and out[-1].endswith((" ", "\t")):
@@ -85,16 +87,19 @@ def code_text(block: lxml.html.HtmlElement) -> str:
 
 def code_texts(html: str) -> list[str]:
     """The code of every code block on the page, in page order; a ``<pre>`` that holds only
-    line numbers (the gutter column of a code table) is not a code block."""
+    line numbers (the gutter column of a code table, or a ``<pre>`` inside it) is not a code
+    block."""
     root = lxml.html.fromstring(html)
     blocks = root.xpath("//pre[not(ancestor::pre)] | "
                         "//div[contains(concat(' ', @class, ' '), ' fragment ')]")
     texts = []
     for block in blocks:
-        if _classes(block) & _NOT_CODE:
-            continue
+        if _classes(block) & _NOT_CODE or any(_classes(holder) & _NOT_CODE
+                                              for holder in block.iterancestors()):
+            continue  # a gutter: Pygments' td.linenos, Rouge's td.gutter
         text = code_text(block)
-        gutter = block.xpath(".//*[contains(concat(' ', @class, ' '), ' lnt ')]")
+        gutter = block.xpath(".//*[contains(concat(' ', @class, ' '), ' lnt ')] | "
+                             ".//*[contains(translate(@style, ' ', ''), 'user-select:none')]")
         if gutter and not text.strip():
             continue
         texts.append(text)
@@ -187,8 +192,53 @@ PAGES = [
                   ["Skip to content", "Edit page", "On this page", "Select theme"],
                   ["**NPM**\n\n```bash\nnpm install @dropins/tools @dropins/storefront-cart\n```"
                    "\n\n**CDN**\n\nindex.html\n\n```html\n<head>\n"]),
+    GeneratorPage("hugo-docsy-evl-comparator", "Hugo + Docsy", 11,
+                  ["Comparator", "Specific implementation for a Kid", "General implementation"],
+                  ["The EVL Authors", "How to use EVL", "Ambiguity resolution"],
+                  ["# Comparator\n\nCompare the elements\n\n",
+                   "```java\nMethod2<Integer> interestComparator = new Method2<Integer>()\n"]),
+    GeneratorPage("pdoc-pathier", "pdoc (source views with line numbers)", 41,
+                  ["pathier", "Caveat:"],
+                  ["View Source", "API Documentation", "built with"],
+                  ["class Pathier(pathlib.Path):\n\n```\nclass Pathier(pathlib.Path):\n"
+                   "    \"\"\"Subclasses"]),
+    GeneratorPage("sphinx-rtd-theme3-makefile-rules", "sphinx_rtd_theme 3.x", 35,
+                  ["书写规则", "规则举例", "自动生成依赖性"],
+                  ["Search docs", "Built with", "Copyright", "View page source"],
+                  ["```makefile\nfoo.o: foo.c defs.h       # foo模块\n    cc -c -g foo.c\n```"]),
+    GeneratorPage("mkdocs-material-annotations", "MkDocs Material annotations", 6,
+                  ["Annotations", "Using annotations", "in content tabs"],
+                  ["Initializing search", "Made with", "Martin Donath"],
+                  ["Lorem ipsum dolor sit amet, (1) consectetur adipiscing elit.\n\n1. ",
+                   "I'm an annotation!"]),
+    GeneratorPage("mkdocs-material-linenos-table-code-blocks",
+                  "MkDocs Material, Pygments linenos=table, code annotations", 28,
+                  ["Code blocks", "Adding annotations", "Adding line numbers"],
+                  ["Initializing search", "Made with", "Martin Donath"],
+                  ["````\n\n```\ndef bubble_sort(items):\n    for i in range(len(items)):\n",
+                   "    - content.code.annotate # (1)!\n```\n\n1. "]),
+    GeneratorPage("jekyll-just-the-docs-line-numbers",
+                  "Jekyll just-the-docs, Rouge line-number tables inside <code>", 9,
+                  ["Code snippets with line numbers", "Workarounds", "Examples"],
+                  ["This site uses Just the Docs", "Back to top", "Edit this page on GitHub",
+                   "UI Components"],
+                  ["```ruby\n# Ruby code with syntax highlighting and fixed line numbers using "
+                   "Liquid\nGitHubPages::Dependencies.gems.each do |gem, version|\n",
+                   "```ruby\ndef foo\n  puts 'foo'\nend\n```"]),
+    GeneratorPage("hugo-linenos-table-syntax-highlighting", "Hugo lineNos: table (Chroma lntable)",
+                  7, ["Syntax highlighting", "Highlight shortcode", "Highlighting in code fences"],
+                  ["What's on this Page", "File an Issue", "Hugo Sponsors", "Showcase"],
+                  ["Gives this:\n\n```go\n// GetTitleFunc returns a func that can be used to "
+                   "transform a string to\n"]),
+    GeneratorPage("nextra-tabs-grpcity-proto-loader", "Nextra 3 <Tabs> (the selected panel only)",
+                  9,
+                  ["Proto loader", "Initialization and Installation", "Load PB & Modularize"],
+                  ["Give us feedback", "Edit this page", "Scroll to top", "On This Page",
+                   "The gRPCity Project"],
+                  ["Initialize the project:\n\n**npm**\n\nTerminal\n\n```\nnpm init\n```"]),
 ]
 # Pages whose tabs test_each_tab_once_under_its_label reads.
 TABBED = ["docusaurus-tabs-rocketmq-docker", "mkdocs-material-tabs-pymdownx-tabbed",
           "mkdocs-material-linenums-pymdownx-superfences",
-          "starlight-expressive-code-commerce-cart-installation"]
+          "starlight-expressive-code-commerce-cart-installation",
+          "mkdocs-material-linenos-table-code-blocks", "nextra-tabs-grpcity-proto-loader"]

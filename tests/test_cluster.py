@@ -173,6 +173,8 @@ def test_status_and_watchdog_show_every_box_and_a_silent_one_once(
     result = box.runner("status", "--cluster", timeout=30)
     assert result.returncode == 0, result.stderr
     assert "2 boxes heartbeating" in result.stdout
+    assert ("dataset: no box builds it yet (run 'python -m runner catalog' by hand on the one "
+            "that should); 0 shipped segments (0.0 MB) waiting in Redis") in result.stdout
     assert result.stdout.count("     200  ok") == 2, result.stdout  # items, health per box
 
     # Box b's runner was killed: its heartbeat stops (here: its last one is 2 minutes old).

@@ -327,15 +327,14 @@ def test_a_box_killed_mid_slice_loses_no_result(tmp_path: Any, redis_server: Any
     # What the dead box wrote before the kill, and what the others paged again of its slices.
     found = {i["id"] for box in boxes for i in written(box)}
     assert found <= expected
-    # Known gap: content the dead box had claimed (in Redis) but not yet written is dropped by
-    # the box that pages the slice again while the claim lives (DISTRIBUTED_CLAIM_TTL), and
-    # that page's ETag is then kept: at most one repository per claim the dead box left.
-    left_claims = [key for key in client.scan_iter("hubcollect:search:claim:*")
-                   if (client.get(key) or b"").decode() in workers]
-    print(f"missing {len(expected - found)}, claims the dead box left {len(left_claims)}")
-    assert len(expected - found) <= len(left_claims), (len(expected - found), left_claims)
-    logs = "".join(box.log("search") for box in left)
-    assert "Traceback" not in logs and " ERROR: " not in logs
+    # Content the dead box had claimed but not written is taken over (its busy marker lapsed)
+    # by the box that pages the slice again: nothing of the query is missing.
     stats = [box.stats("search") for box in left]
+    taken = sum(s.get("contenthash/claims_taken_over", 0) for s in stats)
+    print(f"missing {len(expected - found)}, dead box's claims taken over {taken}")
+    assert found == expected, sorted(expected - found)[:10]
+    logs = "".join(box.log("search") for box in left)
+    assert "Traceback" not in logs and " ERROR: " not in logs, [
+        line for line in logs.splitlines() if " ERROR: " in line or "Error" in line][:20]
     assert sum(s.get("distributed/leases_reclaimed", 0) for s in stats) >= 1
     assert fake.stats()["violations"] == 0

@@ -343,6 +343,8 @@ def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str
     writes = WriteBehind(link, None)
     a = RedisContentHashStore(link, Keys(), "docs", writes, owner="a", claim_ttl=60)
     b = RedisContentHashStore(link, Keys(), "docs", writes, owner="b", claim_ttl=60)
+    busy = "hubcollect:docs:busy"  # a worker with an item in flight is busy (its leases)
+    link.client.zadd(busy, {"a": time.time() + 60})
     assert a.claim("d1") and not b.claim("d1")  # in flight on a: b must not write it too
     assert 0 < link.client.ttl("hubcollect:docs:claim:d1") <= 60
     b.release("d1")  # not b's claim: a compare-and-delete leaves it
@@ -353,6 +355,16 @@ def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str
     assert a.claim("d2")
     a.release("d2")  # not written after all: free for the others at once
     assert b.claim("d2")
+    # a was killed holding a claim: once its busy marker lapses (its leases go back), the
+    # worker that meets the content again takes the claim over and writes it.
+    assert a.claim("d3") and not b.claim("d3")
+    link.client.zadd(busy, {"a": time.time() - 1})
+    assert b.claim("d3") and b.taken_over == 1
+    assert link.client.get("hubcollect:docs:claim:d3") == b"b"
+    link.client.zadd(busy, {"b": time.time() + 60})
+    assert not a.claim("d3")  # b's now, while b is busy
+    link.client.zrem(busy, "a", "b")
+    assert a.claim("d4") and b.claim("d4")  # a holder with no marker at all is gone too
 
 
 def test_deltafetch_records_expire_after_refresh_after(redis_url: str) -> None:

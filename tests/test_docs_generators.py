@@ -15,6 +15,7 @@ from tests.docs_fixtures import fenced_blocks
 from tests.generator_pages import PAGES, TABBED, GeneratorPage, code_texts, page_html, tab_panels
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
+_UNSELECTABLE = "white-space:pre;-webkit-user-select:none;user-select:none;margin-right:0.4em"
 
 
 @pytest.fixture(scope="module", params=PAGES, ids=[page.name for page in PAGES])
@@ -63,9 +64,34 @@ def convert(body: str) -> str:
      "<td class='hljs-ln-numbers'></td><td class='hljs-ln-code'>two</td></tr></table></code>"
      "</pre>", "one\ntwo"),                                    # a table inside <code>
     ("<pre><code>mvn test <b class='conum'>(1)</b>\nls</code></pre>", "mvn test\nls"),
+    ("<figure class='highlight'><code class='language-ruby'><div class='table-wrapper'>"
+     "<table class='rouge-table'><tbody><tr><td class='gutter gl'><pre class='lineno'>1\n2\n"
+     "</pre><td class='code'><pre>a\nb\n</pre></table></div></code></figure>", "a\nb"),
+    # Hugo's default noClasses: Chroma's line numbers carry only user-select:none (gohugo.io)
+    (f"<pre><code><span style='display:flex;'><span style='{_UNSELECTABLE}'>1</span><span>"
+     f"package main\n</span></span><span style='display:flex;'><span style='{_UNSELECTABLE}'>2"
+     "</span><span>}</span></span></code></pre>", "package main\n}"),
+    (f"<div class='highlight'><div style='color:#f8f8f2'><table style='border-spacing:0'><tr>"
+     f"<td style='vertical-align:top'><pre><code><span style='{_UNSELECTABLE}'>1\n</span>"
+     f"<span style='{_UNSELECTABLE}'>2\n</span></code></pre></td><td style='width:100%'><pre>"
+     "<code class='language-go'>x := 1\ny := 2</code></pre></td></tr></table></div></div>",
+     "x := 1\ny := 2"),
 ])
 def test_code_markup_comes_out_as_its_code(body: str, code: str) -> None:
     assert [text for _, text in fenced_blocks(convert(body))] == [code]
+
+
+@pytest.mark.parametrize("body, opening", [
+    ("<div class='highlight-default'><pre>x = 1</pre></div>", "```python"),  # Sphinx
+    ("<pre><code class='language-default' data-lang='default'>{% raw %}</code></pre>", "```"),
+    ("<pre><code class='nextra-code' dir='ltr'>npm init</code></pre>", "```"),
+    ("<figure><code class='language-ruby'><table class='rouge-table'><tr><td class='code'>"
+     "<pre>puts 1</pre></td></tr></table></code></figure>", "```ruby"),
+    (f"<table><tr><td><pre><code><span style='{_UNSELECTABLE}'>1</span></code></pre></td>"
+     "<td><pre><code class='language-go'>x</code></pre></td></tr></table>", "```go"),
+])
+def test_language_of_a_block_as_its_generator_marked_it(body: str, opening: str) -> None:
+    assert convert(body).split("\n")[0] == opening
 
 
 @pytest.mark.parametrize("name", TABBED)

@@ -406,11 +406,21 @@ def register(parser: argparse.ArgumentParser,
     parser.description = ("Load the closed item files not loaded yet into "
                           "{data_dir}/catalog.sqlite, and update the feeds.")
     add_config_option(parser)
+    parser.add_argument("--take-over", action="store_true",
+                        help="distributed mode: build the cluster's dataset on this box from "
+                        "now on (every box ships its segments here)")
+    parser.add_argument("--scheduled", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(handler=cmd_catalog)
 
 
 def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
     layout = DataLayout(config.data_dir)
+    if config.redis_url:  # the cluster's dataset: built on one box, from every box's segments
+        from runner.dataset.gather import gather
+
+        if not gather(config, layout, take_over=args.take_over, scheduled=args.scheduled,
+                      say=print, warn=_stderr):
+            return 0
     try:
         result = build_catalog(layout, config)
     except OSError as exc:

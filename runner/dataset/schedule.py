@@ -74,7 +74,7 @@ class CatalogSchedule:
         self.pid = None
 
     def _spawn(self) -> int:
-        argv = [sys.executable, "-m", "runner", "catalog"]
+        argv = [sys.executable, "-m", "runner", "catalog", "--scheduled"]
         if self.config_path:
             argv += ["--config", self.config_path]
         self.layout.logs_dir.mkdir(parents=True, exist_ok=True)

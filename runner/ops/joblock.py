@@ -7,27 +7,6 @@ the first one is already doing the job, and two would report (or restart) the sa
 
 from __future__ import annotations
 
-import fcntl
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from scraper.pidlock import exclusive_or_skip
 
-from scraper.statefile import open_private
-
-
-@contextmanager
-def exclusive_or_skip(path: Path) -> Iterator[bool]:
-    """Yields True while holding the lock on ``path``, False when another process holds it."""
-    fd = open_private(path)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        # os.open's descriptors are close-on-exec (PEP 446): the runner the watchdog starts
-        # does not inherit the lock, which is released when this run ends.
-        yield True
-    finally:
-        os.close(fd)
+__all__ = ["exclusive_or_skip"]

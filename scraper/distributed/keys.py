@@ -36,6 +36,14 @@ Redis can serve several collectors (or test runs) side by side::
     {p}:runner:{host}:{pid}            str   a live runner (JSON); TTL, heartbeats
     {p}:boxes                          hash  box (host:data_dir) → its runner's last heartbeat
                                              (JSON): a box that stops beating stays listed
+    {p}:dataset:box                    str   the box that builds the cluster's catalog (JSON)
+    {p}:dataset:queue                  list  shipped segments waiting for it, oldest first:
+                                             {spider}/{origin box}--{segment}.jsonl.gz
+    {p}:dataset:seg:{entry}            hash  a shipped segment: gzip chunks c0, c1, …, size,
+                                             chunks
+    {p}:dataset:upload:{box}:{entry}   hash  a segment being shipped by a box (TTL: a killed
+                                             upload lapses)
+    {p}:dataset:bytes                  str   bytes of the shipped segments Redis holds
 
 Times written into Redis for cluster decisions (rounds, busy markers) come from Redis's own
 clock (``TIME`` inside Lua), so machines with skewed clocks still agree.
@@ -179,3 +187,21 @@ class Keys:
     @property
     def boxes(self) -> str:
         return f"{self.prefix}:boxes"
+
+    @property
+    def dataset_box(self) -> str:
+        return f"{self.prefix}:dataset:box"
+
+    @property
+    def dataset_queue(self) -> str:
+        return f"{self.prefix}:dataset:queue"
+
+    @property
+    def dataset_bytes(self) -> str:
+        return f"{self.prefix}:dataset:bytes"
+
+    def dataset_segment(self, entry: str) -> str:
+        return f"{self.prefix}:dataset:seg:{entry}"
+
+    def dataset_upload(self, box: str, entry: str) -> str:
+        return f"{self.prefix}:dataset:upload:{box}:{entry}"

@@ -151,6 +151,7 @@ def cluster_status(url: str, prefix: str = REDIS_KEY_PREFIX) -> dict[str, Any]:
         from scraper.stores.redis.budget import read_redis_buckets
 
         buckets = read_redis_buckets(client, keys)
+        dataset = _dataset(client, keys)
     except _errors() as exc:
         out["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
         return out
@@ -168,8 +169,18 @@ def cluster_status(url: str, prefix: str = REDIS_KEY_PREFIX) -> dict[str, Any]:
     out.update(reachable=True, now=now, runners=sorted(runners, key=lambda r: (r["host"],
                                                                                  r["pid"])),
                hosts=hosts, by_runner=by_runner, queues=queues, budget=buckets,
-               boxes=boxes, silent_after=defaults.RUNNER_TTL)
+               boxes=boxes, silent_after=defaults.RUNNER_TTL, dataset=dataset)
     return out
+
+
+def _dataset(client: Any, keys: Keys) -> dict[str, Any]:
+    """The dataset box and what waits for it in Redis (:mod:`.shipping`)."""
+    from scraper.distributed.shipping import dataset_box
+
+    record = dataset_box(client, keys)
+    return {"box": record.get("name") if record else None,
+            "segments": client.llen(keys.dataset_queue),
+            "bytes": int(client.get(keys.dataset_bytes) or 0)}
 
 
 def _values(client: Any, pattern: str) -> list[bytes]:

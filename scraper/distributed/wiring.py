@@ -23,6 +23,7 @@ STORAGES = {
     "SLICEPLAN_STORAGE": "scraper.stores.redis.sliceplans.RedisSlicePlanStore",
 }
 WORKER_EXTENSION = "scraper.distributed.worker.DistributedWorker"
+SHIPPER_EXTENSION = "scraper.distributed.shipping.SegmentShipper"
 SCRAPY_ROBOTSTXT = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ROBOTSTXT = "scraper.downloadermiddlewares.robotstxt.SharedRobotsTxtMiddleware"
 LEASE_ACKS_SPIDER = "scraper.distributed.leases.LeaseAckSpiderMiddleware"
@@ -73,4 +74,5 @@ def configure(settings: BaseSettings, url: str) -> None:
         settings.set("DOWNLOAD_HANDLERS", handlers, priority="project")
     extensions = settings.getdict("EXTENSIONS")
     extensions[WORKER_EXTENSION] = 0
+    extensions[SHIPPER_EXTENSION] = 0
     settings.set("EXTENSIONS", extensions, priority="project")

@@ -60,13 +60,14 @@ CODE_LINE_BLOCKS = BLOCK_ENDS | {"p", "pre"}
 # A heading's permalink: a link to the heading whose whole text is one of these symbols.
 PERMALINK_SYMBOLS = frozenset({"§", "¶", "#", "◆", "🔗", "⚓", "🔗︎"})
 
-_LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight|sourceCode)-([\w+#.-]+)")
-# Sphinx's "default" highlighting is its lenient Python 3 lexer.
+_LANGUAGE = re.compile(r"(?:^|\s)(language|lang|highlight|sourceCode)-([\w+#.-]+)")
+# Sphinx's "default" highlighting (``highlight-default``) is its lenient Python 3 lexer;
+# kramdown's ``language-default`` is a block without a language.
 _LANGUAGE_ALIASES = {"default": "python", "python3": "python", "none": "", "plaintext": "text"}
 # A bare class on a ``<pre>``'s ``<code>`` that names a language (TypeDoc's ``class="ts"``).
 _BARE_LANGUAGE = re.compile(r"^[a-z][a-z0-9+#-]{0,15}$")
 _NOT_LANGUAGES = frozenset({"hljs", "highlight", "code", "source", "chroma", "notranslate",
-                            "block", "line", "lines", "nohighlight", "prettyprint"})
+                            "block", "line", "lines", "nohighlight", "prettyprint", "nextra-code"})
 _WHITESPACE = re.compile(r"\s+")
 _HARD_BREAK = "\x00"
 _BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,})")
@@ -74,6 +75,7 @@ _INLINE_ESCAPE = re.compile(r"([*`\\]|<(?=[A-Za-z/!?]))")
 _BACKTICKS = re.compile(r"`+")
 _HEADING_BLOCK = re.compile(r"^#{1,6} ")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
+_TABLE_ROWS = etree.XPath("./tr | ./tbody/tr")
 
 Skip = Callable[[etree._Element], bool]
 
@@ -111,7 +113,7 @@ def code_language(pre: etree._Element) -> str:
         for code in pre.iterchildren("code"):
             names = (code.get("class") or "").split()
             if len(names) == 1 and _BARE_LANGUAGE.match(names[0]) and \
-                    names[0] not in _NOT_LANGUAGES:
+                    names[0] not in _NOT_LANGUAGES and not _LANGUAGE.search(names[0]):
                 return _LANGUAGE_ALIASES.get(names[0], names[0])
     return language
 
@@ -121,7 +123,9 @@ def language_of(class_attributes: Iterable[str]) -> str:
     for value in class_attributes:
         match = _LANGUAGE.search(value)
         if match:
-            name = match.group(1).lower()
+            name = match.group(2).lower()
+            if name == "default" and match.group(1) != "highlight":
+                return ""
             return _LANGUAGE_ALIASES.get(name, name)
     return ""
 
@@ -255,7 +259,7 @@ class Walker:
         if tag == "header" and element.find(".//h1") is None:
             return True  # a page header; an article's own header holds its title
         names = classes(element)
-        if names & LINE_NUMBER_CLASSES:
+        if names & LINE_NUMBER_CLASSES or (self.top.kind == "pre" and unselectable(element)):
             if self.top.kind == "pre":
                 self.top.numbers = self.top.omitted = True
             return True
@@ -323,7 +327,12 @@ class Walker:
                                                  or tag == "a"):
             return  # markup nested this deep is noise: its text flows on unformatted
         elif tag in INLINE_CODE:
-            self.push("code", element)
+            if len(element) and element.find(".//pre") is not None:
+                # Rouge's line-number table inside <code> (Jekyll's {% highlight linenos %}):
+                # a wrapper of the code block, not inline code.
+                top.flush()
+            else:
+                self.push("code", element)
         elif tag == "a" and not self.in_link:
             self.in_link = True
             # number: where the link's text starts in the open heading's, to take a permalink out
@@ -361,7 +370,8 @@ class Walker:
             top.flush()
             self.containers += 1
             self.push("quote", element)
-        elif tag == "table" and not classes(element) & CODE_TABLE_CLASSES:
+        elif tag == "table" and not classes(element) & CODE_TABLE_CLASSES and \
+                not is_numbered_code(element):
             top.flush()
             self.containers += 1
             self.push("table", element)
@@ -619,13 +629,39 @@ def tree_code(block: etree._Element) -> str:
         skipped = None
         names = classes(element) if isinstance(element.tag, str) else set()
         if not isinstance(element.tag, str) or element.tag in INVISIBLE or \
-                names & LINE_NUMBER_CLASSES or "hideme" in names or is_callout(element, names):
+                names & LINE_NUMBER_CLASSES or "hideme" in names or is_callout(element, names) \
+                or unselectable(element):
             walker.skip_subtree()
             skipped = element
             parts.append(element.tail or "")
             continue
         parts.append(element.text or "")
     return "".join("".join(parts).split())
+
+
+def unselectable(element: etree._Element) -> bool:
+    """Drawn in code but left out when it is copied: Chroma's line numbers with inline styles
+    (Hugo's default ``noClasses``) carry no class, only ``user-select:none``."""
+    style = element.get("style")
+    return style is not None and "user-select" in style and \
+        "user-select:none" in style.replace(" ", "")
+
+
+def is_numbered_code(table: etree._Element) -> bool:
+    """A table laying out a code block beside its line numbers without a class saying so
+    (Chroma's ``lineNos: table`` with inline styles): one row, two cells, a ``<pre>`` in each,
+    the first holding line numbers only."""
+    rows = _TABLE_ROWS(table)
+    if len(rows) != 1:
+        return False
+    cells = rows[0].findall("td")
+    gutter = cells[0].find(".//pre") if len(cells) == 2 else None
+    if gutter is None or cells[1].find(".//pre") is None:
+        return False
+    numbers = gutter.find("code")
+    numbers = gutter if numbers is None else numbers
+    return len(numbers) > 0 and not (numbers.text or "").strip() and all(
+        unselectable(line) or classes(line) & LINE_NUMBER_CLASSES for line in numbers)
 
 
 def is_callout(element: etree._Element, names: set[str]) -> bool:

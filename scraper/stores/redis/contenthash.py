@@ -10,10 +10,16 @@ workers would both write a page that sits under two URLs. So:
   ``contenthash`` and the claim is deleted (write-behind: never lost, see :mod:`writebehind`);
 * an item that is not written after all (a later pipeline failed) releases its claim.
 
-A worker killed between claim and write leaves a claim that lapses after ``CLAIM_TTL``: that
-content is collected by a later round, never lost. A kill between write and confirm may let the
-content be written once more after the claim lapses — the same "duplicate a line, never lose
-one" as on one machine. The rule is :class:`scraper.contenthash.ContentHashDedup`'s (which
+A claim names its worker, and holds only while that worker is *busy* (its marker in
+``{p}:{spider}:busy``, the visibility timeout of its leases, :mod:`scraper.distributed.rounds`):
+a worker has work in flight whenever it holds a claim, so a claim whose holder's marker lapsed
+or went is a dead worker's, and the next worker that meets the content takes it over and writes
+it. So a box killed between claim and write loses nothing: the worker that pages its leased
+requests again (after ``DISTRIBUTED_LEASE``) writes what it had claimed, in the same round.
+A kill between write and confirm may let the content be written once more — the same
+"duplicate a line, never lose one" as on one machine; so may a box cut off from Redis past the
+lease that wrote what it had claimed meanwhile. ``CLAIM_TTL`` only bounds how long a claim key
+stays in Redis. The rule is :class:`scraper.contenthash.ContentHashDedup`'s (which
 waits while Redis is away); the store is per spider for the whole cluster.
 """
 
@@ -32,16 +38,23 @@ from scraper.stores.redis import RedisOutage
 
 # Idempotent for its owner: a claim whose answer was lost (a timeout) is asked again, and
 # must not then find its own claim and drop the item as a duplicate. A hash written before
-# ARGV[4] (its collected_at, Unix seconds; CONTENTHASH_RESET) counts as not written; claims
-# always count.
+# ARGV[4] (its collected_at, Unix seconds; CONTENTHASH_RESET) counts as not written. Another
+# worker's claim counts while that worker is busy (KEYS[3], expiry on Redis's clock); a claim of
+# a worker whose marker lapsed is taken over (2: counted by the caller).
 CLAIM = """
 local written = redis.call('HGET', KEYS[1], ARGV[1])
 if written and tonumber(written) >= tonumber(ARGV[4]) then return 0 end
 local holder = redis.call('GET', KEYS[2])
 if holder == ARGV[2] then return 1 end
-if holder then return 0 end
+local answer = 1
+if holder then
+  local expiry = redis.call('ZSCORE', KEYS[3], holder)
+  local t = redis.call('TIME')
+  if expiry and tonumber(expiry) >= tonumber(t[1]) + tonumber(t[2]) / 1e6 then return 0 end
+  answer = 2
+end
 redis.call('SET', KEYS[2], ARGV[2], 'EX', tonumber(ARGV[3]))
-return 1
+return answer
 """
 
 RELEASE = """
@@ -62,6 +75,8 @@ class RedisContentHashStore(RedisOutage):
         self.link, self.keys, self.writes = link, keys, writes
         self.owner = owner
         self.claim_ttl = claim_ttl
+        self.taken_over = 0
+        """Claims of workers that stopped being busy (dead boxes) this store took over."""
         self.open_spider(spider, ignore_before)
         self._claim = link.client.register_script(CLAIM)
 
@@ -79,8 +94,12 @@ class RedisContentHashStore(RedisOutage):
     def claim(self, digest: str) -> bool:
         """True if this worker may write the content (raises RedisUnavailable)."""
         key, field = self.keys.contenthash(self.spider, digest)
-        return bool(self._claim(keys=[key, self.keys.claim(self.spider, digest)],
-                                args=[field, self.owner, self.claim_ttl, self.ignore_before]))
+        answer = int(self._claim(keys=[key, self.keys.claim(self.spider, digest),
+                                       self.keys.busy(self.spider)],
+                                 args=[field, self.owner, self.claim_ttl, self.ignore_before]))
+        if answer == 2:
+            self.taken_over += 1
+        return bool(answer)
 
     def confirm(self, digest: str, collected_at: str) -> None:
         key, field = self.keys.contenthash(self.spider, digest)

@@ -1,0 +1,356 @@
+"""One dataset for the cluster: each box ships its closed item segments to Redis, bounded in bytes.
+
+Items are written on whichever box fetched them. The catalog is built on one box, the *dataset
+box* (``{p}:dataset:box``, recorded by ``python -m runner catalog``: :mod:`runner.dataset.
+gather`); the others hand it their segments through Redis — scrapy-redis's items list drained by
+a consumer, with whole closed segments as the entries instead of one item each:
+
+* **Only closed segments**: ``.jsonl`` / ``.jsonl.gz`` files of ``items/{spider}/``, which are
+  never written again (:mod:`pipelines.segments`); an open ``.part`` or a ``.tmp`` never.
+* **Bounded**: a segment is uploaded gzip-compressed, in chunks of :data:`CHUNK_BYTES`, to
+  ``{p}:dataset:upload:{box}:{entry}`` and committed to ``{p}:dataset:seg:{entry}`` + the queue
+  ``{p}:dataset:queue`` by one script that adds its size to ``{p}:dataset:bytes``. A segment
+  is only begun while that total is under ``DISTRIBUTED_SHIP_MAX_BYTES`` (or Redis holds none):
+  a refused one stays on disk, untouched, and goes at a later round's end. So while the
+  dataset box is down, Redis holds at most the cap plus the segments being uploaded then.
+* **Nothing lost, nothing twice**: the box's ledger (``state/shipped/{spider}.list``, one name
+  a line, appended and fsynced after the commit answered) says what went; a kill before the
+  append ships the segment again, and the dataset box skips an entry whose file it has. When
+  the dataset box changes (``catalog --take-over``) the ledger starts over, so the new one
+  receives every box's segments — the old dataset box's included, with those it had received:
+  an entry keeps the name of the box that wrote it (``{origin}--{segment}``), so nothing comes
+  back to its own box and nothing is written twice.
+
+Shipping runs at the end of each round in the worker (:class:`SegmentShipper`, after the item
+store closed its segment), one worker of a spider per box at a time (a lock), for at most
+:data:`PASS_SECONDS`. The dataset box ships nothing: its catalog reads its own segments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link
+from scraper.distributed.keys import Keys
+from scraper.layout import DataLayout
+from scraper.pidlock import exclusive_or_skip
+from scraper.statefile import open_private, private_dirs, write_atomic
+
+logger = logging.getLogger("scraper.distributed")
+
+CHUNK_BYTES = 1024 * 1024
+"""Compressed bytes per upload command (and per read of the drain): one segment never sits
+whole in a worker's memory, nor one command for longer than a socket timeout."""
+UPLOAD_TTL = 3600
+"""An upload a killed box left half-done lapses after this long (a restart begins it again)."""
+PASS_SECONDS = 30.0
+"""A worker's close ships for at most this long; what is left goes at its next round's end."""
+CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
+SHIPPED_SUFFIX = ".jsonl.gz"
+SEPARATOR = "--"
+"""Between the box that wrote a segment and the segment's name, in an entry and in the file the
+dataset box writes; a segment's own name has single dashes only."""
+_BOX_PART = r"[A-Za-z0-9._]+(?:-[A-Za-z0-9._]+)*"
+ENTRY_RE = re.compile(rf"^(?P<spider>[a-z][a-z0-9_]*)/(?P<origin>{_BOX_PART}){SEPARATOR}"
+                      rf"(?P<name>{_BOX_PART}\.jsonl\.gz)$")
+"""An entry the drain accepts: a plain spider directory and file name, nothing that climbs out
+of ``items/`` (anyone who can write to Redis can write an entry)."""
+
+# KEYS: bytes, seg, upload. ARGV: cap, size. 0: queued already; -1: over the cap; 1: go.
+BEGIN = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local held = tonumber(redis.call('GET', KEYS[1]) or '0')
+if held > 0 and held + tonumber(ARGV[2]) > tonumber(ARGV[1]) then return -1 end
+redis.call('DEL', KEYS[3])
+return 1
+"""
+# KEYS: bytes, seg, upload, queue. ARGV: entry, size, chunks. 1 committed, 0 queued already
+# (by this box before a kill, or by another), -1 the upload is not whole (begun again later).
+COMMIT = """
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DEL', KEYS[3]) return 0 end
+if redis.call('HLEN', KEYS[3]) ~= tonumber(ARGV[3]) then return -1 end
+redis.call('HSET', KEYS[3], 'size', ARGV[2], 'chunks', ARGV[3])
+redis.call('RENAME', KEYS[3], KEYS[2])
+redis.call('PERSIST', KEYS[2])
+redis.call('INCRBY', KEYS[1], tonumber(ARGV[2]))
+redis.call('RPUSH', KEYS[4], ARGV[1])
+return 1
+"""
+# KEYS: bytes, seg, queue. ARGV: entry. The drain is done with an entry (asked again: nothing).
+DONE = """
+local size = tonumber(redis.call('HGET', KEYS[2], 'size') or '0') or 0
+if redis.call('DEL', KEYS[2]) == 1 and size > 0 then
+  if tonumber(redis.call('DECRBY', KEYS[1], size)) < 0 then redis.call('SET', KEYS[1], '0') end
+end
+redis.call('LREM', KEYS[3], 0, ARGV[1])
+return 1
+"""
+
+
+def chunk_field(index: int) -> str:
+    return f"c{index}"
+
+
+def box_id(host: str, data_dir: Path | str) -> str:
+    """This box in file and entry names: its host name and a digest of its data dir (several
+    boxes may share a host), with no ``--`` and nothing but ``[A-Za-z0-9._-]``."""
+    safe = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._-]", "_", host)).strip("-") or "box"
+    digest = hashlib.sha1(str(Path(data_dir).resolve()).encode()).hexdigest()[:8]
+    return f"{safe}-{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    id: str
+    name: str
+    """``host:data_dir``, as ``status --cluster`` names it."""
+
+    @classmethod
+    def here(cls, data_dir: Path | str) -> Box:
+        host = socket.gethostname()
+        return cls(box_id(host, data_dir), f"{host}:{Path(data_dir).resolve()}")
+
+
+def dataset_box(client: Any, keys: Keys) -> dict[str, Any] | None:
+    """The dataset box's record (``id``, ``name``, ``since``), or None while none is chosen."""
+    raw = client.get(keys.dataset_box)
+    if not raw:
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("id"), str) else None
+
+
+def entry_name(spider: str, origin: str, file_name: str) -> str:
+    """``{spider}/{origin}--{segment}.jsonl.gz``; a file received from another box
+    (``{origin}--…``) keeps its origin."""
+    if SEPARATOR in file_name:
+        origin, file_name = file_name.split(SEPARATOR, 1)
+    base = file_name.removesuffix(".gz")
+    return f"{spider}/{origin}{SEPARATOR}{base}.gz"
+
+
+class Ledger:
+    """What this box shipped of a spider, towards which dataset box; survives ``kill -9``."""
+
+    def __init__(self, layout: DataLayout, spider: str) -> None:
+        directory = layout.shipped_dir
+        self.path = directory / f"{spider}.list"
+        self.target_path = directory / f"{spider}.to"
+        self.directory = directory
+
+    def names(self) -> set[str]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return set()
+        # A line cut by a kill is not a name: that segment is shipped again (and skipped).
+        return {line for line in text.split("\n")[:-1] if line}
+
+    def target(self) -> str:
+        try:
+            return self.target_path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return ""
+
+    def aim(self, target: str) -> None:
+        """Ship towards ``target`` from now on: what went while none was chosen went to it
+        (it drains the queue), what went to another dataset box did not — start over."""
+        private_dirs(self.directory)
+        current = self.target()
+        if current == target:
+            return
+        if current:
+            write_atomic(self.path, "")
+        write_atomic(self.target_path, target + "\n")
+
+    def add(self, name: str) -> None:
+        private_dirs(self.directory)
+        fd = open_private(self.path, os.O_RDWR | os.O_APPEND)
+        try:
+            end = os.fstat(fd).st_size
+            torn = end > 0 and os.pread(fd, 1, end - 1) != b"\n"  # a kill mid-line, last time
+            os.write(fd, ("\n" if torn else "").encode() + (name + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def closed_segments(directory: Path) -> list[str]:
+    """Closed item file names of ``directory``, sorted (never a ``.part`` or a ``.tmp``)."""
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(e.name for e in entries
+                          if e.name.endswith(CLOSED_SUFFIXES) and e.is_file())
+    except FileNotFoundError:
+        return []
+
+
+def compressed_chunks(path: Path, size: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The file as gzip, in pieces of about ``size`` bytes (a ``.gz`` file as it is)."""
+    with open(path, "rb") as source:
+        if path.name.endswith(".gz"):
+            while piece := source.read(size):
+                yield piece
+            return
+        packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream
+        pending = b""
+        while block := source.read(size):
+            pending += packer.compress(block)
+            while len(pending) >= size:
+                yield pending[:size]
+                pending = pending[size:]
+        pending += packer.flush()
+        while pending:
+            yield pending[:size]
+            pending = pending[size:]
+
+
+@dataclass(slots=True)
+class ShipResult:
+    shipped: int = 0
+    refused: int = 0  # Redis held the cap: left on disk for a later round
+    unnamed: list[str] = field(default_factory=list)  # files no entry can name (renamed by hand)
+    bytes: int = 0
+    target: str | None = None  # the dataset box's id; None while none is chosen
+
+
+class Shipper:
+    """Ships one spider's closed segments of this box (see the module docstring)."""
+
+    def __init__(self, link: RedisLink, keys: Keys, layout: DataLayout, spider: str, *,
+                 max_bytes: int, box: Box | None = None) -> None:
+        self.link, self.keys, self.layout, self.spider = link, keys, layout, spider
+        self.max_bytes = max_bytes
+        self.box = box or Box.here(layout.root)
+        self.ledger = Ledger(layout, spider)
+        client = link.client
+        self._begin = client.register_script(BEGIN)
+        self._commit = client.register_script(COMMIT)
+
+    def ship(self, deadline: float | None = None) -> ShipResult:
+        """Ship what is not shipped yet, oldest first, until refused or ``deadline``
+        (monotonic). Raises RedisUnavailable (the rest goes next time)."""
+        result = ShipResult()
+        record = dataset_box(self.link.client, self.keys)
+        result.target = record["id"] if record else None
+        if result.target == self.box.id:  # the catalog here reads the segments in place
+            self.ledger.aim(self.box.id)
+            return result
+        self.ledger.aim(result.target or "")
+        done = {name.removesuffix(".gz") for name in self.ledger.names()}
+        directory = self.layout.items_dir(self.spider)
+        for name in closed_segments(directory):
+            if name.removesuffix(".gz") in done:
+                continue
+            if not ENTRY_RE.fullmatch(entry_name(self.spider, self.box.id, name)):
+                result.unnamed.append(name)  # not a name this store writes: kept here only
+                continue
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            outcome, size = self._ship_one(directory / name, name)
+            if outcome == "gone":  # removed meanwhile (items_keep_days)
+                continue
+            if outcome == "refused":
+                result.refused += 1
+                break  # oldest first: the next one waits for room too
+            self.ledger.add(name)  # "queued": a kill had come before this line, last time
+            result.shipped += 1
+            result.bytes += size
+        return result
+
+    def _ship_one(self, path: Path, name: str) -> tuple[str, int]:
+        """``shipped`` (and the bytes), ``queued`` already, ``refused`` or ``gone``."""
+        entry = entry_name(self.spider, self.box.id, name)
+        k = self.keys
+        seg, upload = k.dataset_segment(entry), k.dataset_upload(self.box.id, entry)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return "gone", 0
+        begun = int(self._begin(keys=[k.dataset_bytes, seg, upload],
+                                args=[self.max_bytes, size]))
+        if begun <= 0:
+            return ("queued" if begun == 0 else "refused"), 0
+        total = chunks = 0
+        try:
+            for piece in compressed_chunks(path):
+                # HSET of one field: sent again after a lost answer, it writes nothing twice
+                pipe = self.link.client.pipeline(transaction=True)
+                pipe.hset(upload, chunk_field(chunks), piece)
+                pipe.expire(upload, UPLOAD_TTL)
+                pipe.execute()
+                chunks += 1
+                total += len(piece)
+        except FileNotFoundError:
+            return "gone", 0
+        committed = int(self._commit(keys=[k.dataset_bytes, seg, upload, k.dataset_queue],
+                                     args=[entry, total, chunks]))
+        if committed < 0:
+            return "refused", 0
+        return ("shipped" if committed else "queued"), total
+
+
+class SegmentShipper:
+    """The extension (Redis mode): at each round's end, ship this spider's closed segments."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.get("REDIS_URL") or not settings.getbool("ITEMSTORE_ENABLED"):
+            raise NotConfigured("no REDIS_URL (one-machine mode) or no item store")
+        self.crawler = crawler
+        self.max_bytes = settings.getint("DISTRIBUTED_SHIP_MAX_BYTES")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SegmentShipper:
+        extension = cls(crawler)
+        # spider_closed comes after the item pipelines closed: the round's segment is closed.
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_closed(self) -> None:
+        spider = self.crawler.spider
+        assert spider is not None
+        settings = self.crawler.settings
+        layout = DataLayout.from_settings(settings)
+        stats = self.crawler.stats
+        assert stats is not None
+        with exclusive_or_skip(layout.shipped_dir / f"{spider.name}.lock") as mine:
+            if not mine:
+                return
+            shipper = Shipper(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
+                              layout, spider.name, max_bytes=self.max_bytes)
+            try:
+                result = shipper.ship(time.monotonic() + PASS_SECONDS)
+            except RedisUnavailable:
+                return  # the link logged it once; the segments go at a later round's end
+        if result.shipped:
+            stats.set_value("distributed/segments_shipped", result.shipped)
+            logger.info("closed segments shipped to Redis for the cluster's dataset box: %d "
+                        "(%d bytes, gzip)", result.shipped, result.bytes)
+        if result.unnamed:
+            logger.info("not shipped to the dataset box, their names are not segment names "
+                           "(%s…): rename them {spider}-{i}of{N}-{stamp}.jsonl to ship them",
+                           ", ".join(result.unnamed[:3]))
+        if result.refused:
+            stats.set_value("distributed/segments_refused", result.refused)
+            logger.info("Redis holds DISTRIBUTED_SHIP_MAX_BYTES (%d) of segments the dataset "
+                        "box has not drained yet: the rest stay here and go later",
+                        self.max_bytes)

@@ -1,0 +1,303 @@
+"""One dataset for the cluster: boxes ship their closed segments to Redis (bounded in bytes), the
+dataset box drains them into its ``items/`` and builds the catalog of every box's items, once.
+
+The rules run in-process against a real Redis (the project's shipper and drain); three real
+runners and ``python -m runner catalog`` show it end to end.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import Collector
+from tests.test_cluster import machines
+from tests.test_distributed import (  # noqa: F401  (fixtures)
+    configure_docs,
+    finish,
+    redis_server,
+    redis_url,
+    start_runners,
+)
+
+pytestmark = pytest.mark.timeout(150)
+
+SEGMENT_LINES = 400
+
+
+class Killed(BaseException):
+    """A kill -9 at that instant: nothing after it runs."""
+
+
+def box(tmp_path: Path, name: str, url: str, cap: int = 1 << 30) -> dict[str, Any]:
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.shipping import Box, Shipper
+    from scraper.layout import DataLayout
+
+    layout = DataLayout(tmp_path / name)
+    identity = Box(name, f"host:{layout.root}")
+    link = RedisLink(url)
+    return {"layout": layout, "box": identity, "link": link,
+            "shipper": Shipper(link, Keys(), layout, "docs", max_bytes=cap, box=identity)}
+
+
+def write_segments(layout: Any, count: int, seed: int) -> dict[str, bytes]:
+    """Closed segments (random text: gzip keeps them near their size), and what must never
+    ship: the open ``.part`` and a compression a kill left half done."""
+    rng = random.Random(seed)
+    directory = layout.items_dir("docs")
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for k in range(count):
+        lines = [json.dumps({"spider": "docs", "url": f"http://h/{seed}/{k}/{n}",
+                             "text": f"{rng.getrandbits(120):030x}"})
+                 for n in range(SEGMENT_LINES)]
+        name = f"docs-0of1-2026010{k}T000000Z.jsonl"
+        written[name] = ("\n".join(lines) + "\n").encode()
+        (directory / name).write_bytes(written[name])
+    (directory / "docs-0of1-20260109T000000Z.jsonl.part").write_text('{"open": 1}\n')
+    (directory / "docs-0of1-20260108T000000Z.jsonl.gz.tmp").write_bytes(b"\x1f\x8b")
+    return written
+
+
+def received(layout: Any) -> dict[str, bytes]:
+    """The files drained into ``items/docs/``, uncompressed, by name."""
+    return {p.name: gzip.decompress(p.read_bytes())
+            for p in sorted(layout.items_dir("docs").glob("*--*.jsonl.gz"))}
+
+
+def drain_into(target: dict[str, Any]) -> Any:
+    from runner.dataset.gather import drain
+    from scraper.distributed.keys import Keys
+
+    return drain(target["link"].client, Keys(), target["layout"], target["box"],
+                 lambda rel: False, warn=print)
+
+
+def redis_holds(client: Any) -> tuple[int, int, list[bytes]]:
+    return (int(client.get("hubcollect:dataset:bytes") or 0),
+            client.llen("hubcollect:dataset:queue"),
+            sorted(client.scan_iter("hubcollect:dataset:seg:*")))
+
+
+def claim(target: dict[str, Any], take_over: bool = False) -> Any:
+    from runner.dataset.gather import choose
+    from scraper.distributed.keys import Keys
+
+    return choose(target["link"].client, Keys(), target["box"], take_over=take_over,
+                  scheduled=False)
+
+
+def test_shipped_segments_stay_bounded_until_drained_and_arrive_once(
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+    client = redis_server.client()
+    size = len(write_segments(box(tmp_path, "probe", redis_url)["layout"], 1, 0)[
+        "docs-0of1-20260100T000000Z.jsonl"])
+    cap = int(size * 1.2)  # room for one segment (gzip keeps random text above half its size)
+    b = box(tmp_path, "b", redis_url, cap)
+    segments = write_segments(b["layout"], 3, 1)
+    a = box(tmp_path, "a", redis_url)
+
+    (b["layout"].items_dir("docs") / "a copy.jsonl").write_text("{}\n")  # no segment's name
+    # The dataset box is down (none chosen yet): B ships up to the cap, the rest stays on disk.
+    first = b["shipper"].ship()
+    assert first.unnamed == ["a copy.jsonl"]
+    held, queued, _ = redis_holds(client)
+    assert (first.shipped, first.refused, queued) == (1, 1, 1)
+    assert 0 < held <= cap
+    assert b["shipper"].ship().shipped == 0  # still full: nothing more, nothing twice
+    assert redis_holds(client)[0] == held
+
+    # A becomes the dataset box and drains: the shipped one lands, Redis is empty again; then
+    # the rest, a segment per round's end.
+    assert claim(a)[0]["id"] == "a"
+    result = drain_into(a)
+    assert (result.received, result.boxes) == (1, {"b"})
+    assert redis_holds(client) == (0, 0, [])
+    assert not list(client.scan_iter("hubcollect:dataset:upload:*"))
+    for refused in (1, 0):
+        rest = b["shipper"].ship()
+        assert (rest.shipped, rest.refused) == (1, refused)
+        assert redis_holds(client)[0] <= cap
+        drain_into(a)
+    # Every closed segment once, whole, under its box's name; never the open one or a .tmp.
+    assert received(a["layout"]) == {f"b--{name}.gz": data for name, data in segments.items()}
+    assert redis_holds(client) == (0, 0, [])
+    # The ledger is on disk: a fresh shipper (a restarted worker) ships nothing again.
+    fresh = box(tmp_path, "b", redis_url, cap)["shipper"]
+    assert fresh.ship().shipped == 0 and redis_holds(client)[1] == 0
+
+
+def test_a_kill_of_the_shipper_or_the_drain_at_any_step_loses_and_duplicates_nothing(
+        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import runner.dataset.gather as gather
+
+    client = redis_server.client()
+    a, b = box(tmp_path, "a", redis_url), box(tmp_path, "b", redis_url)
+    segments = write_segments(b["layout"], 3, 2)
+    claim(a)
+
+    # The shipper killed between the commit and its ledger line: shipped again, drained once.
+    ledger = b["layout"].state_dir / "shipped" / "docs.list"
+    b["shipper"].ship()
+    lines = ledger.read_text().splitlines()
+    ledger.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:5])  # the last line torn
+    assert b["shipper"].ship().shipped == 1  # queued already: its line written, no new entry
+    assert redis_holds(client)[1] == 3
+
+    # The drain killed mid-segment, then after the rename but before Redis forgot the entry.
+    real_receive, real_replace = gather._receive, gather.os.replace
+
+    def killed_mid_write(source: Any, destination: Any) -> None:
+        raise Killed
+
+    monkeypatch.setattr(gather.os, "replace", killed_mid_write)
+    with pytest.raises(Killed):
+        drain_into(a)
+    monkeypatch.setattr(gather.os, "replace", real_replace)
+    assert received(a["layout"]) == {} and redis_holds(client)[1] == 3
+    stale = a["layout"].items_dir("docs") / ".b--docs-0of1-20260100T000000Z.jsonl.gz.77.drain"
+    stale.write_bytes(b"\x1f\x8b")  # what a kill -9 mid-write leaves (no cleanup runs then)
+
+    def killed_after_rename(*args: Any) -> Any:
+        real_receive(*args)
+        raise Killed
+
+    monkeypatch.setattr(gather, "_receive", killed_after_rename)
+    with pytest.raises(Killed):
+        drain_into(a)
+    monkeypatch.setattr(gather, "_receive", real_receive)
+    assert len(received(a["layout"])) == 1 and redis_holds(client)[1] == 3
+
+    # The drain after the kills: each segment once, Redis empty, no temporary file left.
+    # Shipped again from a lost ledger (a kill before its line): the file is here, skipped.
+    ledger.unlink()
+    (b["layout"].state_dir / "shipped" / "docs.to").unlink()
+    assert b["shipper"].ship().shipped == 3  # one queued already, two after the drain
+    result = drain_into(a)
+    assert (result.received, result.skipped) == (2, 1)
+    assert b["shipper"].ship().shipped == 0
+    b["shipper"].ledger.path.unlink()  # lost once more, after the drain: every file is here
+    b["shipper"].ship()
+    assert drain_into(a).skipped == 3
+    assert received(a["layout"]) == {f"b--{name}.gz": data for name, data in segments.items()}
+    assert redis_holds(client) == (0, 0, [])
+    assert not list(a["layout"].items_dir("docs").glob(".*"))
+
+
+def test_a_take_over_brings_every_box_s_segments_to_the_new_dataset_box(
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+    a, b, c = (box(tmp_path, name, redis_url) for name in "abc")
+    own = {name: write_segments(target["layout"], 2, seed)
+           for seed, (name, target) in enumerate((("a", a), ("b", b), ("c", c)))}
+    claim(a)
+    for target in (b, c):
+        target["shipper"].ship()
+    drain_into(a)
+    assert len(received(a["layout"])) == 4  # b's and c's
+
+    current, replaced = claim(b, take_over=True)
+    assert current["id"] == "b" and replaced["id"] == "a"
+    for target in (a, c):  # the old dataset box ships its own and what it received
+        target["shipper"].ship()
+    assert b["shipper"].ship().shipped == 0  # the dataset box ships nothing
+    result = drain_into(b)
+    # a's own and c's (from a and from c: once), none of b's own back to it
+    expected = {f"{origin}--{name}.gz": data for origin in "ac"
+                for name, data in own[origin].items()}
+    assert received(b["layout"]) == expected, sorted(received(b["layout"]))
+    assert (result.received, result.skipped) == (4, 2)  # b's own came back from a: skipped
+    assert redis_holds(redis_server.client()) == (0, 0, [])
+
+
+# --- end to end --------------------------------------------------------------------------------
+
+
+def lines_of(collector: Collector) -> collections.Counter[str]:
+    """Every item line a box wrote (its closed segments)."""
+    return collections.Counter(line for path in collector.item_files("docs")
+                               for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def test_three_boxes_one_catalog_every_item_once(
+        tmp_path: Path, redis_url: str, fake_docs_factory: Any) -> None:  # noqa: F811
+    docs = fake_docs_factory(sites=3, pages=12)
+    boxes = machines(tmp_path, 3)
+    for collector in boxes:
+        configure_docs(collector, docs)
+    results = finish(start_runners(boxes, redis_url, "docs", workers=1))
+    assert [rc for rc, _ in results] == [0, 0, 0], results
+    written = [lines_of(collector) for collector in boxes]
+    assert sum(1 for counts in written if counts) >= 2  # the work was shared
+    every = sum(written, collections.Counter())
+    assert max(every.values()) == 1  # the content hashes: no line twice in the cluster
+
+    logs = "".join(collector.log("docs") for collector in boxes)
+    assert "closed segments shipped to Redis" in logs
+    assert " ERROR: " not in logs and "Traceback" not in logs
+    for collector in boxes:
+        collector.update_config({"redis_url": redis_url})
+    built = boxes[0].runner("catalog", timeout=60)
+    assert built.returncode == 0, built.stderr
+    assert "catalog: received" in built.stdout, built.stdout
+    conn = sqlite3.connect(boxes[0].data_dir / "catalog.sqlite")
+    loaded = [path for path, in conn.execute("SELECT path FROM loaded_files")]
+    files = sum(len(c.item_files("docs")) for c in boxes)
+    assert len(loaded) == len(set(loaded)) == files  # each box's segments, once
+    pages = {(url, digest) for url, digest in conn.execute(
+        "SELECT url, content_hash FROM docs_versions")}
+    items = [json.loads(line) for line in every]
+    assert pages == {(i["url"], i["content_hash"]) for i in items}
+    assert conn.execute("SELECT sum(items) FROM items_per_hour").fetchone()[0] == len(items)
+    again = boxes[0].runner("catalog", timeout=60)
+    assert "catalog: 0 new files" in again.stdout, again.stdout
+
+    other = boxes[1].runner("catalog", timeout=60)
+    assert other.returncode == 0 and other.stdout.count("\n") == 1, other.stdout
+    assert str(boxes[0].data_dir.resolve()) in other.stdout and "--take-over" in other.stdout
+    assert not (boxes[1].data_dir / "catalog.sqlite").exists()
+    assert redis_url.split("//")[1] not in built.stdout + other.stdout  # no URL, no secret
+
+
+def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
+        tmp_path: Path, redis_url: str) -> None:  # noqa: F811
+    from runner.dataset.gather import gather
+    from scraper.config import CollectorConfig
+    from scraper.layout import DataLayout
+
+    def run(name: str, url: str = redis_url, **flags: bool) -> tuple[bool, list[str]]:
+        said: list[str] = []
+        config = CollectorConfig(data_dir=tmp_path / name, redis_url=url)
+        here = gather(config, DataLayout(config.data_dir), take_over=flags.get("take_over", False),
+                      scheduled=flags.get("scheduled", False), say=said.append,
+                      warn=said.append)
+        return here, said
+
+    # The runner's periodic build chooses no box: the dataset goes where the user asks first.
+    here, said = run("a", scheduled=True)
+    assert not here and said == [said[0]] and "no box builds the cluster's dataset" in said[0]
+    assert run("b")[0]  # by hand on b: b is the dataset box
+    assert run("b", scheduled=True)[0]  # and its runner's builds drain and build there
+    here, said = run("a")
+    assert not here and len(said) == 1
+    assert f":{(tmp_path / 'b').resolve()}, where this box" in said[0], said
+    assert said[0].endswith("python -m runner catalog --take-over")
+    here, said = run("a", take_over=True)
+    assert here and "in place of" in said[0] and said[-1].startswith("catalog: received 0")
+    assert not run("b")[0]  # b hears it is a's now
+    # Redis away: each box still knows its part from the last answer it had.
+    down = "redis://127.0.0.1:1/0"
+    here, said = run("a", url=down)
+    assert here and "built from the segments already here" in said[0]
+    here, said = run("b", url=down)
+    assert not here and len(said) == 1 and "is unreachable" in said[0], said
+    assert f":{(tmp_path / 'a').resolve()}" in said[0]
