@@ -689,7 +689,8 @@ def test_two_runners_share_the_docs_site(tmp_path: Path, redis_server: RedisServ
 @pytest.mark.timeout(150)
 def test_redis_outage_mid_crawl_pauses_and_resumes(tmp_path: Path, redis_server: RedisServer,
                                                    redis_url: str, baseline: dict[str, Any],
-                                                   fake_docs_factory: Any) -> None:
+                                                   fake_docs_factory: Any,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=250)
     machines = two_collectors(tmp_path)
     for machine in machines:
@@ -699,10 +700,16 @@ def test_redis_outage_mid_crawl_pauses_and_resumes(tmp_path: Path, redis_server:
         wait_for(lambda: sum(page_counts(docs).values()) >= 15, 30, "the crawl under way")
         redis_server.pause()  # SIGSTOP: connections hang, commands time out
         stopped = time.time()
-        status = wait_for(lambda: (s := status_json(machines[0]))["runner"].get("redis", {})
-                          .get("state") == "unreachable" and s, 20, "status to show the outage")
+
+        def outage_shown() -> dict[str, Any] | None:
+            status = json.loads(runner_in_process(machines[0], capsys, "status", "--json")[1])
+            return status if status["runner"].get("redis", {}).get("state") == "unreachable" \
+                else None
+
+        # The runner's next heartbeat (every RUNNER_BEAT_INTERVAL, 5 s) finds Redis away.
+        status = wait_for(outage_shown, 30, "status to show the outage")
         assert status["cluster"]["reachable"] is False
-        assert "REDIS UNREACHABLE" in machines[0].runner("status").stdout
+        assert "REDIS UNREACHABLE" in runner_in_process(machines[0], capsys, "status")[1]
         time.sleep(max(0.0, 7 - (time.time() - stopped)))
     finally:
         redis_server.resume()
