@@ -9,6 +9,7 @@ the fake docs site and the fake GitHub, and judge by what the fakes saw.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import shutil
@@ -108,14 +109,36 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     try:
         yield server
     finally:
+        kill_leftover_runners()
         server.stop()
 
 
 @pytest.fixture
-def redis_url(redis_server: RedisServer) -> str:
-    """A clean Redis for each test."""
+def redis_url(redis_server: RedisServer) -> Iterator[str]:
+    """A clean Redis for each test, and no runner of it left running after it."""
     redis_server.client().flushall()
-    return redis_server.url
+    yield redis_server.url
+    kill_leftover_runners()
+
+
+_started: list[subprocess.Popen[str]] = []
+"""Every runner :func:`start_runners` started: a test that fails before it waited for them must
+not leave them working on the next test's Redis (the module shares one server)."""
+
+
+def kill_leftover_runners() -> None:
+    import psutil
+
+    while _started:
+        proc = _started.pop()
+        if proc.poll() is not None:
+            continue
+        with contextlib.suppress(psutil.NoSuchProcess):
+            family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+            for member in family:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    member.kill()
+        proc.communicate()
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -137,8 +160,10 @@ def items_of(*collectors: Collector, spider: str = "docs") -> list[dict[str, Any
 
 def start_runners(collectors: list[Collector], url: str, spider: str, workers: int = 2
                   ) -> list[subprocess.Popen[str]]:
-    return [c.start_runner("--workers", str(workers), "--spiders", spider, "--once",
-                           "--redis-url", url) for c in collectors]
+    procs = [c.start_runner("--workers", str(workers), "--spiders", spider, "--once",
+                            "--redis-url", url) for c in collectors]
+    _started.extend(procs)
+    return procs
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float = 90) -> list[tuple[int, str]]:
