@@ -865,6 +865,33 @@ def test_a_new_plan_and_a_redirect_fetch_nothing_collected_again(
     assert summary(third.stderr)[:3] == ("1/5", "4", "0")
 
 
+def test_a_worker_that_only_read_robots_txt_had_nothing_to_send() -> None:
+    """In the cluster a worker may find every page of its round taken by the others or already
+    collected once it has read the host's robots.txt: that is no failed round (the runner's
+    second round above failed so, 1 run in a few); pages that all fail after it still are."""
+    from scraper.outcome import fetched_nothing, stats_problem
+
+    robots_only = {"downloader/request_count": 1, "robotstxt/request_count": 1,
+                   "downloader/response_status_count/200": 1,
+                   "robotstxt/response_status_count/200": 1}
+    assert not fetched_nothing(robots_only) and stats_problem(robots_only) is None
+    pages_failed = {**robots_only, "downloader/request_count": 3,
+                    "downloader/response_status_count/500": 2}
+    assert fetched_nothing(pages_failed)
+    assert stats_problem(pages_failed) == "fetched nothing in 3 requests (no answer carried data)"
+    # The runner judges a --once round from the worker's record by the same rule.
+    from runner.outcome import round_failed
+    from scraper.statefile import WorkerRecord
+
+    def record(stats: dict[str, int]) -> WorkerRecord:
+        return WorkerRecord(spider="docs", shard="1/2", pid=1, started_at=0.0, updated_at=0.0,
+                            finished="finished", stats=stats,
+                            requests=stats["downloader/request_count"], ok=0)
+
+    assert round_failed(record(robots_only)) is None
+    assert round_failed(record(pages_failed)) == stats_problem(pages_failed)
+
+
 @pytest.mark.timeout(240)
 def test_the_cap_frontier_holds_on_redis(collector: Collector, redis_url: str,
                                          fake_docs_factory: Any) -> None:
