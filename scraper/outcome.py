@@ -8,12 +8,13 @@ crawler's stats (scalars only, so they reach the worker's state file with the re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scrapy.statscollectors import StatsCollector
-
 from scraper.units import counted
+
+if TYPE_CHECKING:  # the runner's commands read outcomes without importing Scrapy
+    from scrapy.statscollectors import StatsCollector
 
 FIRST_ERROR = "outcome/first_error"
 EMPTY_LISTINGS = "outcome/empty_listings"
