@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fixtures import *  # noqa: F403 - fake_github, fake_docs and their factories
+from tests.incrawler import install_session_reactor
 from tests.support import Collector
+
+install_session_reactor()
 
 
 @pytest.fixture

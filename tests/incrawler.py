@@ -78,16 +78,24 @@ IN_PROCESS = {
 }
 
 
+def install_session_reactor() -> None:
+    """Install the asyncio reactor of Scrapy's settings before any test imports
+    ``twisted.internet.reactor``: that import alone installs Twisted's default one, and the
+    in-process crawls after it could not run (``ReactorAlreadyInstalledError``)."""
+    from twisted.internet import asyncioreactor
+
+    asyncioreactor.install(eventloop=asyncio.new_event_loop())
+
+
 def session_reactor() -> Any:
-    """The asyncio reactor, installed and started on first use, in a daemon thread."""
+    """The session's asyncio reactor (:func:`install_session_reactor`), started on first use in
+    a daemon thread."""
     global _reactor
     with _reactor_lock:
         if _reactor is None:
-            from twisted.internet import asyncioreactor
-
-            loop = asyncio.new_event_loop()
-            asyncioreactor.install(eventloop=loop)
             from twisted.internet import reactor
+
+            loop = reactor._asyncioEventloop
 
             started = threading.Event()
 
