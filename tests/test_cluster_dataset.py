@@ -301,3 +301,157 @@ def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
     here, said = run("b", url=down)
     assert not here and len(said) == 1 and "is unreachable" in said[0], said
     assert f":{(tmp_path / 'a').resolve()}" in said[0]
+
+
+def add_segment(layout: Any, stamp: str) -> str:
+    name = f"docs-0of1-{stamp}.jsonl"
+    (layout.items_dir("docs") / name).write_text(
+        "".join(json.dumps({"url": f"http://h/{stamp}/{n}"}) + "\n" for n in range(20)))
+    return name
+
+
+def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+    client = redis_server.client()
+    a, b = box(tmp_path, "a", redis_url), box(tmp_path, "b", redis_url)
+    segments = write_segments(b["layout"], 2, 4)
+    claim(a)
+    assert b["shipper"].ship().shipped == 2
+    # Redis restarted from an older snapshot (or failed over, or flushed) before the drain: the
+    # queue and the dataset box's record are gone; the user runs catalog on A again.
+    client.flushall()
+    claim(a)
+    assert drain_into(a).received == 0
+    again = b["shipper"].ship()
+    assert (again.lost, again.shipped) == (2, 2)
+    assert drain_into(a).received == 2
+    settled = b["shipper"].ship()  # the confirmations are popped into the ledger
+    assert (settled.confirmed, settled.lost, settled.shipped) == (2, 0, 0)
+    assert client.llen("hubcollect:dataset:confirmed:b:docs") == 0  # consumed: bounded
+
+    # A confirmation lost (Redis rolled back after the drain): shipped again, skipped, once.
+    segments[add_segment(b["layout"], "20260120T000000Z")] = b""
+    assert b["shipper"].ship().shipped == 1
+    assert drain_into(a).received == 1
+    client.delete("hubcollect:dataset:confirmed:b:docs")
+    lost = b["shipper"].ship()
+    assert (lost.lost, lost.shipped) == (1, 1)
+    assert (drain_into(a).received, b["shipper"].ship().confirmed) == (0, 1)
+    quiet = b["shipper"].ship()
+    assert (quiet.shipped, quiet.lost, quiet.confirmed) == (0, 0, 0)
+    assert sorted(received(a["layout"])) == sorted(f"b--{name}.gz" for name in segments)
+    assert redis_holds(client) == (0, 0, [])
+    # A confirmation from a dataset box this box no longer ships to counts for nothing.
+    client.rpush("hubcollect:dataset:confirmed:b:docs", "someone docs-0of1-20260130T000000Z")
+    assert b["shipper"].ship().confirmed == 0
+
+
+def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+    import shutil
+
+    from runner.dataset.gather import gather
+    from scraper.config import CollectorConfig
+    from scraper.distributed.boxid import Box, BoxIdClash, legacy_id
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.shipping import ENTRY_RE, Shipper, entry_name
+    from scraper.layout import DataLayout
+
+    first = DataLayout(tmp_path / "a")
+    mine = Box.here(first)
+    assert Box.here(first) == mine  # kept: a restart is the same box
+    assert ENTRY_RE.fullmatch(entry_name("docs", mine.id, "docs-0of1-20260101T000000Z.jsonl"))
+    # Same host, same path (a cloned image started fresh): its own id, drawn at random.
+    shutil.rmtree(first.state_dir)
+    assert Box.here(first).id != mine.id
+    # A box that shipped before ids were drawn keeps its old one (its role, its ledgers).
+    legacy = DataLayout(tmp_path / "legacy")
+    legacy.shipped_dir.mkdir(parents=True)
+    assert Box.here(legacy).id == legacy_id(mine.name.split(":")[0], legacy.root)
+
+    # state/ copied to another data dir: the id is the same, Redis knows it is another box's.
+    keys = Keys()
+    original = Box.here(first)
+    original.register(redis_server.client(), keys.dataset_ids)
+    copy = DataLayout(tmp_path / "copy")
+    shutil.copytree(first.state_dir, copy.state_dir)
+    twin = Box.here(copy)
+    assert twin.id == original.id
+    with pytest.raises(BoxIdClash) as clash:
+        twin.register(redis_server.client(), keys.dataset_ids)
+    said = str(clash.value)
+    assert "state/box-id" in said and str(first.root.resolve()) in said and "\n" not in said
+    write_segments(copy, 1, 5)
+    with pytest.raises(BoxIdClash):
+        Shipper(RedisLink(redis_url), keys, copy, "docs", max_bytes=1 << 30).ship()
+    assert redis_holds(redis_server.client())[1] == 0  # the twin shipped nothing
+    out: list[str] = []
+    config = CollectorConfig(data_dir=copy.root, redis_url=redis_url)
+    assert not gather(config, copy, take_over=True, scheduled=False, say=out.append,
+                      warn=out.append)
+    assert len(out) == 1 and "state/box-id" in out[0], out
+    assert redis_server.client().get(keys.dataset_box) is None  # no take-over by a twin
+    (copy.box_id_file).unlink()  # what the line says to do: the copy draws its own id
+    assert gather(config, copy, take_over=True, scheduled=False, say=out.append,
+                  warn=out.append)
+
+
+def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
+        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from runner.dataset.gather import choose, gather
+    from scraper.config import CollectorConfig
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.shipping import Box, SegmentShipper
+    from scraper.layout import DataLayout
+    from tests.incrawler import PlainSpider, project_crawler
+
+    client, keys = redis_server.client(), Keys()
+
+    def catalog(name: str, url: str = redis_url, take_over: bool = False) -> list[str]:
+        said: list[str] = []
+        config = CollectorConfig(data_dir=tmp_path / name, redis_url=url)
+        gather(config, DataLayout(config.data_dir), take_over=take_over, scheduled=False,
+               say=said.append, warn=said.append)
+        return said
+
+    # An unusable state/: said before Redis is told of a take-over.
+    (tmp_path / "file").mkdir()
+    (tmp_path / "file" / "state").write_text("not a directory")
+    said = catalog("file", take_over=True)
+    assert len(said) == 1 and "state" in said[0] and "writable directory" in said[0], said
+    assert client.get(keys.dataset_box) is None
+    # A record someone wrote by hand: a take-over replaces it.
+    client.set(keys.dataset_box, "{not json")
+    assert choose(client, keys, Box("t", "t:/t"), take_over=True, scheduled=False)[1] is None
+    # A wrong password says so.
+    client.config_set("requirepass", "right")
+    try:
+        said = catalog("pw", url=redis_url.replace("redis://", "redis://:wrong@"))
+    finally:
+        import redis
+
+        redis.Redis.from_url(redis_url.replace("redis://", "redis://:right@")).config_set(
+            "requirepass", "")
+    assert len(said) == 1 and "refused the password" in said[0] and "wrong" not in \
+        said[0].split("redis://")[1].split(" ")[0], said
+
+    # The worker's shipper: a state dir it cannot write, Redis answering an error.
+    crawler = project_crawler(PlainSpider, REDIS_URL=redis_url, ITEMSTORE_ENABLED=True,
+                              COLLECTOR_DATA_DIR=str(tmp_path / "w"))
+    shipper = SegmentShipper.from_crawler(crawler)
+    layout = DataLayout(tmp_path / "w")
+    layout.state_dir.mkdir(parents=True)
+    layout.shipped_dir.write_text("a file")
+    with caplog.at_level(logging.INFO, logger="scraper.distributed"):
+        shipper.spider_closed()
+        layout.shipped_dir.unlink()
+        client.set(keys.dataset_ids, "not a hash")
+        shipper.spider_closed()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 2 and not any(r.exc_info for r in caplog.records), caplog.text
+    assert "state dir must be writable" in errors[0].getMessage()
+    assert "Redis answered ResponseError" in errors[1].getMessage()

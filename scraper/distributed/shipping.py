@@ -398,10 +398,7 @@ class SegmentShipper:
         layout = DataLayout.from_settings(settings)
         stats = self.crawler.stats
         assert stats is not None
-        with exclusive_or_skip(layout.shipped_dir / f"{spider.name}.lock") as mine:
-            if not mine:
-                return
-            result = self._ship(settings, layout, spider.name)
+        result = self._ship(settings, layout, spider.name)
         if result is None:
             return
         if result.shipped:
@@ -429,9 +426,13 @@ class SegmentShipper:
         import redis
 
         try:
-            shipper = Shipper(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
-                              layout, spider, max_bytes=self.max_bytes)
-            return shipper.ship(time.monotonic() + SHIP_PASS_SECONDS)
+            private_dirs(layout.shipped_dir)
+            with exclusive_or_skip(layout.shipped_dir / f"{spider}.lock") as mine:
+                if not mine:  # another worker of this spider ships this box's segments
+                    return None
+                shipper = Shipper(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
+                                  layout, spider, max_bytes=self.max_bytes)
+                return shipper.ship(time.monotonic() + SHIP_PASS_SECONDS)
         except RedisUnavailable:
             return None  # the link logged it once; the segments go at a later round's end
         except BoxIdClash as exc:
