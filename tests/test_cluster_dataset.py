@@ -320,10 +320,10 @@ def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
     # Redis restarted from an older snapshot (or failed over, or flushed) before the drain: the
     # queue and the dataset box's record are gone; the user runs catalog on A again.
     client.flushall()
+    assert b["shipper"].ship().lost == 2  # no dataset box known now: shipped again for it
     claim(a)
-    assert drain_into(a).received == 0
     again = b["shipper"].ship()
-    assert (again.lost, again.shipped) == (2, 2)
+    assert (again.lost, again.shipped) == (0, 0)  # the same dataset box: nothing more
     assert drain_into(a).received == 2
     settled = b["shipper"].ship()  # the confirmations are popped into the ledger
     assert (settled.confirmed, settled.lost, settled.shipped) == (2, 0, 0)
@@ -455,3 +455,59 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
     assert len(errors) == 2 and not any(r.exc_info for r in caplog.records), caplog.text
     assert "state dir must be writable" in errors[0].getMessage()
     assert "Redis answered ResponseError" in errors[1].getMessage()
+
+
+def test_an_upload_reserves_its_room_so_boxes_uploading_together_stay_under_the_cap(
+        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import scraper.distributed.shipping as shipping
+
+    client = redis_server.client()
+    size = len(write_segments(box(tmp_path, "probe", redis_url)["layout"], 1, 6)[
+        "docs-0of1-20260100T000000Z.jsonl"])
+    cap = int(size * 1.5)  # one segment, not two
+    b, c = box(tmp_path, "b", redis_url, cap), box(tmp_path, "c", redis_url, cap)
+    write_segments(b["layout"], 1, 7)
+    write_segments(c["layout"], 1, 8)
+    real_chunks = shipping.compressed_chunks
+    during: list[Any] = []
+
+    def c_ships_meanwhile(path: Path) -> Any:
+        if not during:  # b's upload has begun, not committed: c's must wait for room
+            during.append(c["shipper"].ship())
+        yield from real_chunks(path)
+
+    monkeypatch.setattr(shipping, "compressed_chunks", c_ships_meanwhile)
+    assert b["shipper"].ship().shipped == 1
+    assert (during[0].shipped, during[0].refused) == (0, 1)
+    held = redis_holds(client)[0]
+    assert 0 < held <= cap
+
+    # An upload killed mid-way holds its room until it lapses, then gives it back.
+    claim(box(tmp_path, "a", redis_url))
+    drain_into(box(tmp_path, "a", redis_url))
+    assert redis_holds(client)[0] == 0
+
+    def killed(path: Path) -> Any:
+        raise Killed
+        yield b""
+
+    monkeypatch.setattr(shipping, "compressed_chunks", killed)
+    with pytest.raises(Killed):
+        c["shipper"].ship()
+    assert redis_holds(client)[0] > 0  # reserved
+    monkeypatch.setattr(shipping, "compressed_chunks", real_chunks)
+    assert c["shipper"].ship().shipped == 1  # its own restart takes its reservation back first
+    drain_into(box(tmp_path, "a", redis_url))
+    assert redis_holds(client)[0] == 0 and not client.hlen("hubcollect:dataset:reserved")
+    write_segments(b["layout"], 2, 9)
+    monkeypatch.setattr(shipping, "compressed_chunks", killed)
+    with pytest.raises(Killed):
+        b["shipper"].ship()
+    monkeypatch.setattr(shipping, "compressed_chunks", real_chunks)
+    (field, value), = client.hgetall("hubcollect:dataset:reserved").items()
+    client.hset("hubcollect:dataset:reserved", field, value.split()[0] + b" 1")  # an hour on
+    add_segment(c["layout"], "20260120T000000Z")  # would not fit beside b's reservation
+    assert c["shipper"].ship().shipped == 1  # it lapsed: its room is back
+    assert redis_holds(client)[0] == len(gzip.compress(
+        (c["layout"].items_dir("docs") / "docs-0of1-20260120T000000Z.jsonl").read_bytes(), 6))

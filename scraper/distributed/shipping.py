@@ -31,6 +31,7 @@ store closed its segment), one worker of a spider per box at a time (a lock), fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -178,10 +179,11 @@ class Ledger:
 
     def aim(self, target: str) -> None:
         """Ship towards ``target`` from now on: what went while none was chosen went to it
-        (it drains the queue), what went to another dataset box did not — start over."""
+        (it drains the queue), what went to another dataset box did not — start over. None
+        chosen (``""``: not yet, or Redis lost the record) keeps the ledger as it is."""
         private_dirs(self.directory)
         current = self.target()
-        if current == target:
+        if current == target or not target:
             return
         if current:
             write_atomic(self.path, "")
@@ -373,6 +375,20 @@ class Shipper:
         return ("shipped" if committed else "queued"), total
 
 
+def _news(path: Path, names: list[str]) -> bool:
+    """Whether ``names`` differ from those said last time (kept in ``path``): said once, not at
+    every round's end."""
+    text = "".join(name + "\n" for name in sorted(names))
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError):  # unwritable: said again next time, better than never
+        write_atomic(path, text)
+    return True
+
+
 class SegmentShipper:
     """The extension (Redis mode): at each round's end, ship this spider's closed segments."""
 
@@ -382,7 +398,6 @@ class SegmentShipper:
             raise NotConfigured("no REDIS_URL (one-machine mode) or no item store")
         self.crawler = crawler
         self.max_bytes = settings.getint("DISTRIBUTED_SHIP_MAX_BYTES")
-        self._said_unnamed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SegmentShipper:
@@ -410,8 +425,8 @@ class SegmentShipper:
             logger.warning("%d shipped segments left Redis before the dataset box confirmed "
                            "them (Redis restarted from an older snapshot, failed over or was "
                            "flushed): shipped again", result.lost)
-        if result.unnamed and not self._said_unnamed:
-            self._said_unnamed = True
+        if result.unnamed and _news(layout.shipped_dir / f"{spider.name}.unnamed",
+                                    result.unnamed):
             logger.info("not shipped to the dataset box, their names are not segment names "
                         "(%s…): rename them {spider}-{i}of{N}-{stamp}.jsonl to ship them",
                         ", ".join(result.unnamed[:3]))
