@@ -269,7 +269,8 @@ def test_three_boxes_one_catalog_every_item_once(
 
 
 def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
-        tmp_path: Path, redis_url: str) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    from runner.dataset.access import existing_catalog
     from runner.dataset.gather import gather
     from scraper.config import CollectorConfig
     from scraper.layout import DataLayout
@@ -294,6 +295,11 @@ def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
     here, said = run("a", take_over=True)
     assert here and "in place of" in said[0] and said[-1].startswith("catalog: received 0")
     assert not run("b")[0]  # b hears it is a's now
+    # export, report, feeds and view on b say where the dataset is, not "run catalog first".
+    assert existing_catalog(DataLayout(tmp_path / "b"), "export") is None
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and f":{(tmp_path / 'a').resolve()}" in said, said
+    assert said.startswith("export: no catalog here; the cluster's dataset is built on ")
     # Redis away: each box still knows its part from the last answer it had.
     down = "redis://127.0.0.1:1/0"
     here, said = run("a", url=down)
@@ -344,6 +350,22 @@ def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
     # A confirmation from a dataset box this box no longer ships to counts for nothing.
     client.rpush("hubcollect:dataset:confirmed:b:docs", "someone docs-0of1-20260130T000000Z")
     assert b["shipper"].ship().confirmed == 0
+
+    # items_keep_days on b: old compressed segments the dataset box confirmed go, no other.
+    import os
+
+    from runner.dataset.gather import remove_confirmed_segments
+
+    directory = b["layout"].items_dir("docs")
+    for name in ("docs-0of1-20260100T000000Z.jsonl", "docs-0of1-20260101T000000Z.jsonl"):
+        (directory / f"{name}.gz").write_bytes(gzip.compress((directory / name).read_bytes()))
+        (directory / name).unlink()
+        os.utime(directory / f"{name}.gz", (1, 1))
+    unconfirmed = add_segment(b["layout"], "20260121T000000Z")
+    (directory / f"{unconfirmed}.gz").write_bytes(b"")
+    os.utime(directory / f"{unconfirmed}.gz", (1, 1))
+    assert remove_confirmed_segments(b["layout"], 1) == 2
+    assert (directory / f"{unconfirmed}.gz").exists()
 
 
 def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(

@@ -418,6 +418,13 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
 
         if not gather(config, layout, take_over=args.take_over, scheduled=args.scheduled,
                       say=print, warn=_stderr):
+            if config.items_keep_days:  # what the dataset box has is not kept twice
+                from runner.dataset.gather import remove_confirmed_segments
+
+                try:
+                    remove_confirmed_segments(layout, config.items_keep_days)
+                except OSError as exc:
+                    _stderr(f"{exc.filename or layout.items_root}: {exc.strerror}")
             return 0
     try:
         result = build_catalog(layout, config)

@@ -34,7 +34,7 @@ from scraper.config import CollectorConfig
 from scraper.distributed.boxid import ID_RE, Box, BoxIdClash
 from scraper.distributed.keys import Keys
 from scraper.distributed.registry import quick_client
-from scraper.distributed.shipping import DONE, ENTRY_RE, chunk_field, dataset_box
+from scraper.distributed.shipping import DONE, ENTRY_RE, Ledger, chunk_field, dataset_box
 from scraper.layout import DataLayout
 from scraper.pidlock import exclusive_or_skip
 from scraper.settings import REDIS_KEY_PREFIX
@@ -265,6 +265,39 @@ def _gather(client: Any, keys: Keys, box: Box, layout: DataLayout, take_over: bo
             warn(f"{exc.filename or layout.items_root}: {exc.strerror}; the segments not "
                  "drained yet stay in Redis for the next run")
     return True
+
+
+def remove_confirmed_segments(layout: DataLayout, keep_days: int,
+                              now: float | None = None) -> int:
+    """``items_keep_days`` on a box that does not build the dataset: remove its ``.jsonl.gz``
+    segments older than ``keep_days`` that the dataset box confirmed it has (the rule of the
+    dataset box's catalog, where "loaded" is "confirmed"); returns how many."""
+    cutoff = (time.time() if now is None else now) - keep_days * 86400
+    removed = 0
+    for listing in sorted(layout.shipped_dir.glob("*.confirmed")):
+        spider = listing.name.removesuffix(".confirmed")
+        for name in Ledger(layout, spider).confirmed():
+            path = layout.items_dir(spider) / f"{name}.gz"
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                continue
+    return removed
+
+
+def known_elsewhere(layout: DataLayout) -> str | None:
+    """Without Redis: the line ``catalog`` said last on a box that does not build the cluster's
+    dataset (from ``state/dataset-box.json``), or None when this box builds it or never asked."""
+    known = read_json(layout.dataset_role)
+    try:
+        mine = layout.box_id_file.read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        mine = ""
+    if not known or known.get("id") == mine:
+        return None
+    return _elsewhere(known, None)
 
 
 def _elsewhere(current: dict[str, Any] | None, why: str | None) -> str:
