@@ -366,6 +366,11 @@ def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
     os.utime(directory / f"{unconfirmed}.gz", (1, 1))
     assert remove_confirmed_segments(b["layout"], 1) == 2
     assert (directory / f"{unconfirmed}.gz").exists()
+    # The ledger forgets what left the disk: it grows with what the box keeps, not its history.
+    b["shipper"].ship()
+    ledger = b["shipper"].ledger
+    assert "docs-0of1-20260100T000000Z.jsonl" not in ledger.names() | ledger.confirmed()
+    assert "docs-0of1-20260120T000000Z.jsonl" in ledger.confirmed()
 
 
 def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(

@@ -206,6 +206,13 @@ class Ledger:
             os.close(fd)
 
 
+    def keep(self, shipped: set[str], confirmed: set[str]) -> None:
+        """Rewrite the ledger with these names only (atomically): the names of segments gone
+        from the disk (``items_keep_days``) leave it, so it grows with what the box keeps."""
+        for path, names in ((self.path, shipped), (self.confirmed_path, confirmed)):
+            write_atomic(path, "".join(name + "\n" for name in sorted(names)))
+
+
 def _lines(path: Path) -> set[str]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -282,9 +289,10 @@ class Shipper:
             self.ledger.aim(self.box.id)
             return result
         self.ledger.aim(result.target or "")
-        done = self._settle(result)
         directory = self.layout.items_dir(self.spider)
-        for name in closed_segments(directory):
+        closed = closed_segments(directory)
+        done = self._settle(result, {name.removesuffix(".gz") for name in closed})
+        for name in closed:
             if name.removesuffix(".gz") in done:
                 continue
             if not ENTRY_RE.fullmatch(entry_name(self.spider, self.box.id, name)):
@@ -305,7 +313,7 @@ class Shipper:
             result.bytes += size
         return result
 
-    def _settle(self, result: ShipResult) -> set[str]:
+    def _settle(self, result: ShipResult, on_disk: set[str]) -> set[str]:
         """The names not to ship again: shipped and either confirmed or still in Redis.
 
         The segments' keys are looked at before the confirmations are read: the drain deletes
@@ -314,6 +322,10 @@ class Shipper:
         a flush), and then the segment is shipped again (the drain skips a file it has)."""
         client, keys = self.link.client, self.keys
         shipped, confirmed = self.ledger.names(), self.ledger.confirmed()
+        if not shipped <= on_disk or not confirmed <= shipped:
+            shipped &= on_disk
+            confirmed &= shipped
+            self.ledger.keep(shipped, confirmed)
         pending = sorted(shipped - confirmed)
         pipe = client.pipeline(transaction=False)
         for name in pending:
