@@ -347,6 +347,9 @@ def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
     assert (quiet.shipped, quiet.lost, quiet.confirmed) == (0, 0, 0)
     assert sorted(received(a["layout"])) == sorted(f"b--{name}.gz" for name in segments)
     assert redis_holds(client) == (0, 0, [])
+    # An entry whose segment Redis lost (the queue restored, the segment not) leaves the queue.
+    client.rpush("hubcollect:dataset:queue", "docs/b--docs-0of1-20260131T000000Z.jsonl.gz")
+    assert drain_into(a).received == 0 and redis_holds(client) == (0, 0, [])
     # A confirmation from a dataset box this box no longer ships to counts for nothing.
     client.rpush("hubcollect:dataset:confirmed:b:docs", "someone docs-0of1-20260130T000000Z")
     assert b["shipper"].ship().confirmed == 0
