@@ -272,19 +272,12 @@ def remove_confirmed_segments(layout: DataLayout, keep_days: int,
     """``items_keep_days`` on a box that does not build the dataset: remove its ``.jsonl.gz``
     segments older than ``keep_days`` that the dataset box confirmed it has (the rule of the
     dataset box's catalog, where "loaded" is "confirmed"); returns how many."""
-    cutoff = (time.time() if now is None else now) - keep_days * 86400
-    removed = 0
-    for listing in sorted(layout.shipped_dir.glob("*.confirmed")):
-        spider = listing.name.removesuffix(".confirmed")
-        for name in Ledger(layout, spider).confirmed():
-            path = layout.items_dir(spider) / f"{name}.gz"
-            try:
-                if path.stat().st_mtime < cutoff:
-                    path.unlink()
-                    removed += 1
-            except FileNotFoundError:
-                continue
-    return removed
+    from runner.dataset.build import remove_older
+
+    spiders = (listing.name.removesuffix(".confirmed")
+               for listing in sorted(layout.shipped_dir.glob("*.confirmed")))
+    return remove_older((layout.items_dir(spider) / f"{name}.gz" for spider in spiders
+                         for name in Ledger(layout, spider).confirmed()), keep_days, now)
 
 
 def known_elsewhere(layout: DataLayout) -> str | None:
