@@ -485,6 +485,15 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
     assert len(errors) == 2 and not any(r.exc_info for r in caplog.records), caplog.text
     assert "state dir must be writable" in errors[0].getMessage()
     assert "Redis answered ResponseError" in errors[1].getMessage()
+    # A file no entry can name is said once, not at every round's end.
+    client.delete(keys.dataset_ids)
+    layout.items_dir("t").mkdir(parents=True)
+    (layout.items_dir("t") / "a copy.jsonl").write_text("{}\n")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="scraper.distributed"):
+        for _ in range(2):
+            SegmentShipper.from_crawler(crawler).spider_closed()  # a worker process per round
+    assert caplog.text.count("their names are not segment names") == 1, caplog.text
 
 
 def test_an_upload_reserves_its_room_so_boxes_uploading_together_stay_under_the_cap(
