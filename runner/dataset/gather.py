@@ -32,6 +32,7 @@ from typing import Any
 
 from scraper.config import CollectorConfig
 from scraper.distributed.boxid import ID_RE, Box, BoxIdClash
+from scraper.distributed.defaults import SOCKET_TIMEOUT
 from scraper.distributed.keys import Keys
 from scraper.distributed.registry import quick_client
 from scraper.distributed.shipping import DONE, ENTRY_RE, Ledger, chunk_field, dataset_box
@@ -206,7 +207,7 @@ def gather(config: CollectorConfig, layout: DataLayout, *, take_over: bool, sche
         say(f"catalog: {exc.filename or layout.state_dir}: {exc.strerror or exc}; the state "
             "dir must be a writable directory (data_dir/state)")
         return False
-    client = quick_client(config.redis_url)
+    client = quick_client(config.redis_url, SOCKET_TIMEOUT)  # a 1 MB chunk per command
     try:
         return _gather(client, keys, box, layout, take_over, scheduled, say, warn)
     except BoxIdClash as exc:
