@@ -316,4 +316,5 @@ DISTRIBUTED_SHIP_MAX_BYTES = 2 * ITEMSTORE_SEGMENT_BYTES
 included (each counted at its size on disk): past it a box keeps its segments on disk and ships
 them later (scraper/distributed/shipping.py). Redis holds at most this, or one segment larger
 than it alone. Twice a full segment, so one goes while another waits to be drained. The counter
-is the cluster's: set it alike on every box (each box's uploads are held to its own value)."""
+is the cluster's, each spider's uploads held to its own value: Redis holds at most the largest
+value of any spider on any box, so set one value everywhere."""
