@@ -22,6 +22,9 @@ FAST_SETTINGS = {
     "AUTOTHROTTLE_ENABLED": False,
     "DOWNLOAD_DELAY": 0,
     "RETRY_TIMES": 2,
+    # Retries still happen (the fakes' flaky pages, refused connections), without the 1 s, 2 s
+    # backoff of scraper/settings.py; tests/test_faults_hostile.py proves that backoff.
+    "RETRY_BACKOFF_BASE": 0.05,
     # A closed file per round, which most tests read right after it; tests/test_segments.py and
     # the kill test run the default, hourly-style segments.
     "ITEMSTORE_SEGMENT_SECONDS": 0,

@@ -1,4 +1,6 @@
-"""The ``docs`` spider end to end: real ``scrapy crawl docs`` against the fake docs host."""
+"""The ``docs`` spider against the fake docs host: its rules in real crawls in this process
+(tests/incrawler.py), the memory limit (a property of the worker process) through the real
+``scrapy crawl docs``."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 from scraper.items import DocPageItem, content_hash
 from tests.fakes.docs import ORPHAN_SENTENCE, SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
+from tests.incrawler import crawl_round
 from tests.support import REPO_ROOT, Collector
 
 PAGE_PATH = re.compile(r"^/site(\d+)/page(\d+)\.html$")
@@ -29,9 +32,14 @@ def request_counts(docs) -> Counter[str]:
 
 
 def crawl_ok(collector: Collector, *args: str) -> dict:
+    """``scrapy crawl docs ARGS``: exit 0, and the round's stats."""
     result = collector.crawl("docs", None, *args, timeout=90)
     assert result.returncode == 0, result.stderr[-3000:]
     return collector.stats("docs")
+
+
+def round_ok(collector: Collector, **spider_args: str) -> dict:
+    return crawl_round("docs", collector.config_path, **spider_args)
 
 
 @pytest.mark.timeout(90)
@@ -41,7 +49,7 @@ def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector:
     base = docs.url()
     # site2 exists and is linked from site1's pages, but is not a start URL.
     collector.configure(docs_urls=[f"{base}/site0/", f"{base}/site1/"])
-    stats = crawl_ok(collector)
+    stats = round_ok(collector)
     counts = request_counts(docs)
 
     # Same host, under the start path only; robots.txt obeyed; nothing else.
@@ -111,10 +119,6 @@ def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector:
     assert "naïve café — ünïcode".encode() in raw
     assert b"\\u00ef" not in raw
 
-    log = collector.log("docs", "0/1")
-    assert "Spider closed (finished)" in log
-    assert (collector.data_dir / "logs" / "docs-0of1.log").is_file()
-
 
 def test_doc_content_hash_is_title_headings_markdown_not_url() -> None:
     page = {"title": "T", "headings": ["T", "A"], "markdown": "# T\n\n## A\n\nbody"}
@@ -131,7 +135,7 @@ def test_max_pages_per_site_caps_each_site(collector: Collector, fake_docs_facto
     docs = fake_docs_factory(sites=2, pages=15)
     collector.configure(docs_urls=[f"{docs.url()}/site0/", f"{docs.url()}/site1/"],
                         spiders={"docs": {"max_pages_per_site": 4}})
-    stats = crawl_ok(collector)
+    stats = round_ok(collector)
     counts = request_counts(docs)
     for site in (0, 1):
         pages = {p for p in counts if p.startswith(f"/site{site}/")}
@@ -146,13 +150,13 @@ def test_second_run_skips_known_pages_and_refresh_after_refetches(collector: Col
     docs = fake_docs_factory(sites=2, pages=12)
     start_urls = [f"{docs.url()}/site0/", f"{docs.url()}/site1/"]
     collector.configure(docs_urls=start_urls)
-    first = crawl_ok(collector)
+    first = round_ok(collector)
     first_files = collector.items_by_file("docs")
     first_items = sum(map(len, first_files.values()))
     assert first_items == 2 * 13
     after_first = request_counts(docs)
 
-    second = crawl_ok(collector)
+    second = round_ok(collector)
     after_second = request_counts(docs)
     assert second["deltafetch/skipped"] > 0
     assert not second.get("item_scraped_count") and not second.get("itemstore/written")
@@ -172,7 +176,7 @@ def test_second_run_skips_known_pages_and_refresh_after_refetches(collector: Col
     # no new items).
     collector.configure(docs_urls=start_urls, spiders={"docs": {"refresh_after": "1s"}})
     time.sleep(1.2)
-    third = crawl_ok(collector)
+    third = round_ok(collector)
     after_third = request_counts(docs)
     refetched = [p for p in after_third if PAGE_PATH.match(p)
                  and after_third[p] == after_second[p] + 1]
@@ -189,11 +193,11 @@ def test_changed_pages_give_new_items_after_refresh(collector: Collector, fake_d
     docs = fake_docs_factory(sites=1, pages=6)
     collector.configure(docs_urls=[f"{docs.url()}/site0/"],
                         spiders={"docs": {"refresh_after": "1s"}})
-    crawl_ok(collector)
+    round_ok(collector)
     first = collector.items("docs")
     docs.control(generation=1)
     time.sleep(1.2)
-    stats = crawl_ok(collector)
+    stats = round_ok(collector)
     items = collector.items("docs")
     new = items[len(first):]
     # Every page changed (its footer too, but that is not content: the text did).
@@ -242,15 +246,15 @@ def test_memory_checked_by_one_timer_without_a_line_a_second_and_the_limit_close
 
 @pytest.mark.timeout(90)
 def test_sitemaps_seed_the_crawl_with_pages_no_link_reaches(collector: Collector,
-                                                             fake_docs_factory) -> None:
-    """``scrapy crawl docs`` reads the site's own sitemap.xml and robots.txt's Sitemap: line (a
+                                                             fake_docs_factory, caplog) -> None:
+    """The docs spider reads the site's own sitemap.xml and robots.txt's Sitemap: line (a
     sitemap index of gzip sitemaps): the pages only they list are collected, those outside the
     start path, robots-disallowed or on another host are not asked for, and each page and
     sitemap is fetched once, robots.txt too."""
     docs = fake_docs_factory(sites=2, pages=6, sitemap=True)
     base = docs.url()
     collector.configure(docs_urls=[f"{base}/site0/"], spiders={"docs": {"sitemaps": True}})
-    stats = crawl_ok(collector)
+    stats = round_ok(collector)
     counts = request_counts(docs)
     urls = {item["url"] for item in collector.items("docs")}
     for orphan in ("orphan.html", "hidden/orphan.html"):
@@ -266,12 +270,11 @@ def test_sitemaps_seed_the_crawl_with_pages_no_link_reaches(collector: Collector
     assert counts["/site0/sitemap.xml"] == counts["/site0/sitemap-pages.xml.gz"] == 1
     assert stats["docs/sitemaps/read"] == 3  # the site's, the index, the gzip file
     assert len(urls) == 6 + 1 + 2  # the pages linked, flaky.html, the two orphans
-    log = collector.log("docs", "0/1")
-    assert "not a sitemap" not in log and "sitemap not read" not in log
+    assert "not a sitemap" not in caplog.text and "sitemap not read" not in caplog.text
 
     # Turned off: link following only.
     collector.configure(docs_urls=[f"{base}/site0/"], spiders={"docs": {"sitemaps": False}})
     before = request_counts(docs)
-    crawl_ok(collector, "-a", "deltafetch_reset=1")
+    round_ok(collector, deltafetch_reset="1")
     new = request_counts(docs) - before
     assert not any("sitemap" in path or "orphan" in path for path in new), new

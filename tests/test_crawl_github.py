@@ -1,4 +1,5 @@
-"""The ``trending`` and ``search`` spiders end to end: real ``scrapy crawl`` against the fakes.
+"""The ``trending`` and ``search`` spiders against the fakes: their rules in real crawls in this
+process (tests/incrawler.py); the token's path through the real ``scrapy crawl`` processes.
 
 Where the fake GitHub does not offer something (it does not record request headers, and a
 correct client never makes it answer 422), a small scripted loopback server stands in for the
@@ -23,6 +24,7 @@ import pytest
 
 from scraper.items import SearchRepoItem, TrendingRepoItem, content_hash
 from scraper.parsers.trending import parse_trending
+from tests.incrawler import crawl_round
 from tests.support import REPO_ROOT, Collector
 
 EXAMPLE_SEARCH = REPO_ROOT.parent / "shared/fixtures/github/api/search_repositories_example.json"
@@ -164,10 +166,8 @@ def configure(collector: Collector, github: Any, **kwargs: Any) -> None:
     collector.update_config({"github": {"limits": LIMITS}})
 
 
-def crawl_ok(collector: Collector, spider: str, *args: str) -> dict[str, Any]:
-    result = collector.crawl(spider, None, *args, timeout=90)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return collector.stats(spider)
+def crawl_ok(collector: Collector, spider: str, **settings: Any) -> dict[str, Any]:
+    return crawl_round(spider, collector.config_path, settings=settings)
 
 
 # --- trending -----------------------------------------------------------------------------------
@@ -220,12 +220,12 @@ def test_trending_items_have_every_field(collector: Collector, fake_github) -> N
                  r["forks"], r["period_stars"], r["built_by"]) for r in snapshot["rows"]] \
             == expected
         assert ISO_UTC_MS.match(snapshot["observed_at"]), snapshot["observed_at"]
-    assert "Spider closed (finished)" in collector.log("trending")
 
 
 @pytest.mark.timeout(60)
 def test_trending_page_with_zero_rows_is_an_error_naming_the_url(collector: Collector,
-                                                                 scripted: Scripted) -> None:
+                                                                 scripted: Scripted,
+                                                                 caplog) -> None:
     configure(collector, Hosts(scripted.url, scripted.url),
                         spiders={"trending": {"languages": ["rust"], "periods": ["monthly"]}})
     stats = crawl_ok(collector, "trending")
@@ -233,7 +233,7 @@ def test_trending_page_with_zero_rows_is_an_error_naming_the_url(collector: Coll
     assert [r["path"] for r in scripted.of("/trending/rust")] == ["/trending/rust"]
     assert stats["trending/empty_pages"] == 1
     assert stats["log_count/ERROR"] >= 1
-    errors = [line for line in collector.log("trending").splitlines() if "ERROR" in line]
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert any(url in line for line in errors), errors
     assert collector.items("trending") == []
     assert collector.worker_state("trending")["last_error"]
@@ -313,12 +313,11 @@ def test_search_follows_link_next_to_the_end_and_never_past_1000(collector: Coll
     licenses = {item["license"] for item in items}
     assert licenses <= {"MIT", "Apache-2.0", "GPL-3.0", "BSD-3-Clause", "NOASSERTION", None}
     assert len(licenses - {None}) >= 3
-    assert "Spider closed (finished)" in collector.log("search")
 
 
 @pytest.mark.timeout(60)
-def test_search_headers_422_cap_and_githubs_example(collector: Collector, scripted: Scripted
-                                                    ) -> None:
+def test_search_headers_422_cap_and_githubs_example(collector: Collector, scripted: Scripted,
+                                                    caplog) -> None:
     configure(collector, Hosts(scripted.url, scripted.url),
                         spiders={"search": {"queries": ["capped", "example", "endless"],
                                             "per_page": 30, "sort": "updated"}})
@@ -343,7 +342,7 @@ def test_search_headers_422_cap_and_githubs_example(collector: Collector, script
     # The 422 ended its query with one warning, no error; the other query was not affected.
     assert stats["search/unprocessable"] == 1
     assert not stats.get("log_count/ERROR")
-    warnings = [line for line in collector.log("search").splitlines() if "WARNING" in line]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len([w for w in warnings if "'capped'" in w and "422" in w]) == 1, warnings
 
     # GitHub's documented example body parses: one item per query.
@@ -372,7 +371,7 @@ def test_search_second_run_dropped_until_content_changes(collector: Collector,
 
     # Pages asked again unconditionally (no If-None-Match): the same repositories come back
     # and the content hash drops every one.
-    second = crawl_ok(collector, "search", "-s", "BUDGET_CONDITIONAL=False")
+    second = crawl_ok(collector, "search", BUDGET_CONDITIONAL=False)
     assert second["contenthash/dropped"] == 257
     assert not second.get("item_scraped_count")
     assert collector.items_by_file("search") == files

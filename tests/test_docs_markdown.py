@@ -27,6 +27,7 @@ from tests.docs_fixtures import (
     pre_texts,
 )
 from tests.fakes.docs import FIXTURE_LAST_MODIFIED
+from tests.incrawler import crawl_round
 from tests.support import REPO_ROOT, Collector
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
@@ -134,12 +135,12 @@ def test_deeply_nested_and_huge_pages_never_raise() -> None:
 
 
 @pytest.mark.timeout(90)
-def test_scrapy_crawl_docs_writes_markdown_items(collector: Collector, fake_docs) -> None:
-    """The real spider against the fake docs host serving the fixture pages byte-exact."""
+def test_the_docs_spider_writes_markdown_items(collector: Collector, fake_docs) -> None:
+    """The real spider, in a round in this process, against the fake docs host serving the
+    fixture pages byte-exact."""
     urls = [f"{fake_docs.url()}/fixtures/{page.name}/" for page in PAGES]
     collector.configure(docs_urls=urls, spiders={"docs": {"max_pages_per_site": 1}})
-    result = collector.crawl("docs", timeout=90)
-    assert result.returncode == 0, result.stderr[-3000:]
+    crawl_round("docs", collector.config_path)
     items = {item["url"]: item for item in collector.items("docs")}
     assert sorted(items) == sorted(urls)
     for fixture, url in zip(PAGES, urls, strict=True):

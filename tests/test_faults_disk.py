@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.incrawler import crawl, crawl_round
 from tests.support import Collector
 from tests.test_faults_hostile import generous_budget
 
@@ -74,7 +75,7 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
     collector.data_dir = small_disk / "data"
     collector.configure(docs_urls=sites)
     # Stores, logs and a few items fit; the whole crawl (~4.8 MB of items) does not.
-    assert collector.crawl("docs", "0/2", "-s", "CLOSESPIDER_ITEMCOUNT=3").returncode == 0
+    crawl("docs", collector.config_path, settings={"CLOSESPIDER_ITEMCOUNT": 3}, shard="0/2")
     ballast = fill(small_disk, leave=2560 * 1024)
 
     runner = collector.start_runner("--workers", "2", "--spiders", "docs", "--once")
@@ -115,7 +116,7 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
 
     plain = Collector(tmp_path / "plain")
     plain.configure(docs_urls=sites)
-    assert plain.crawl("docs").returncode == 0
+    crawl_round("docs", plain.config_path)  # the fault-free run, in this process
     assert {i["content_hash"] for i in after} == {i["content_hash"] for i in plain.items("docs")}
     runner_log = (collector.data_dir / "logs" / "runner.log").read_text()
     assert "disk full:" in runner_log and "resuming workers" in runner_log
@@ -192,7 +193,7 @@ def test_full_store_disk_closes_the_round_like_a_full_item_disk(
     plain = Collector(tmp_path / "plain")
     plain.config_path.write_text(collector.config_path.read_text().replace(
         str(collector.data_dir), str(plain.data_dir)))
-    assert plain.crawl(spider).returncode == 0
+    crawl_round(spider, plain.config_path)  # the fault-free run, in this process
     # nothing lost: the union equals a fault-free run's
     assert ({i["content_hash"] for i in collector.items(spider)}
             == {i["content_hash"] for i in plain.items(spider)})

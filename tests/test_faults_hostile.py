@@ -66,7 +66,9 @@ def run_watched(collector: Collector, spider: str, timeout: float) -> tuple[int,
 def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hostile: Any) -> None:
     site = f"{fake_hostile.url()}/site/"
     collector.configure(docs_urls=[site + "index.html"], spiders={"docs": {"settings": {
-        "DOWNLOAD_TIMEOUT": TIMEOUT_S, "RETRY_TIMES": RETRIES, "WORKER_STATE_INTERVAL": 1}}})
+        "DOWNLOAD_TIMEOUT": TIMEOUT_S, "RETRY_TIMES": RETRIES, "WORKER_STATE_INTERVAL": 1,
+        # scraper/settings.py's backoff, which tests/support.py shortens for the other tests
+        "RETRY_BACKOFF_BASE": 1.0}}})
     status, took, peak_mb = run_watched(collector, "docs", timeout=90)
     log = collector.log("docs")
     stats = collector.stats("docs")

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import runner.cli
+import scraper.addon
 from runner.argtypes import MAX_WORKERS
 from scraper.config import (
     PERIODS,
@@ -33,6 +34,7 @@ from scraper.config import (
 )
 from scraper.outcome import NOTHING_FETCHED_EXIT
 from scraper.units import parse_duration, parse_size
+from tests.incrawler import validate_crawl
 from tests.support import REPO_ROOT, RUNNER, SCRAPY
 
 LABEL = "collector.yaml"
@@ -262,7 +264,9 @@ def test_config_one_broken_key_is_named_in_one_line(case: tuple[Any, str]) -> No
 
 
 @pytest.mark.timeout(120)
-@settings(max_examples=10, deadline=None, suppress_health_check=FUNCTION_FIXTURES,
+# A few: what they add to the 400 above is the commands' path from the error to one line and
+# exit 2, the same for every broken key.
+@settings(max_examples=4, deadline=None, suppress_health_check=FUNCTION_FIXTURES,
           database=None)
 @given(case=invalid_configs())
 def test_bad_configs_through_the_real_commands(tmp_path: Path, case: tuple[Any, str]) -> None:
@@ -452,9 +456,6 @@ def shard_is_valid(text: str) -> bool:
 def crawl_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """``scrapy crawl``'s own option parsing and validation, in-process, as cmdline.execute
     drives it — minus the per-shard lock, which this process would otherwise keep."""
-    from scrapy.cmdline import ScrapyArgumentParser, _run_print_help
-    from scrapy.utils.project import get_project_settings
-
     import scraper.commands.crawl as crawl_module
 
     config = tmp_path / "collector.yaml"
@@ -464,16 +465,10 @@ def crawl_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     claimed: list[str] = []
     monkeypatch.setattr(crawl_module, "acquire_worker_lock",
                         lambda path, label: claimed.append(label))
+    monkeypatch.setattr(scraper.addon, "_read", {})  # this test's config, not an earlier one
 
     def validate(argv: list[str]) -> crawl_module.Command:
-        cmd = crawl_module.Command()
-        cmd.settings = get_project_settings()
-        cmd.settings.setdict(cmd.default_settings, priority="command")
-        parser = ScrapyArgumentParser(usage="scrapy crawl [options] <spider>")
-        cmd.add_options(parser)
-        opts, args = parser.parse_known_args(args=argv)
-        _run_print_help(parser, cmd.process_options, args, opts)  # turns UsageError into exit 2
-        return cmd
+        return validate_crawl(argv)
 
     validate.claimed = claimed  # type: ignore[attr-defined]
     return validate

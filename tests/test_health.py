@@ -330,13 +330,14 @@ def test_a_refused_connection_costs_no_github_budget(collector: Collector) -> No
                                             "settings": {"RETRY_TIMES": 1}}})
     collector.update_config({"github": {"web_url": f"http://127.0.0.1:{port}",
                                         "api_url": f"http://127.0.0.1:{port}",
-                                        "limits": {"search": {"limit": 3600, "window": "1h"}}}})
+                                        "limits": {"search": {"limit": 36000, "window": "1h"}}}})
     done = collector.crawl("search", timeout=90)
     assert done.returncode == NOTHING_FETCHED_EXIT, done.stderr
-    # 8 requests refused, paced a second apart: GitHub saw none of them, none is booked.
+    # 8 requests refused, each paced through the budget: GitHub saw none of them, none is
+    # booked.
     shown = json.loads(collector.runner("status", "--json").stdout)
     search = next(row for row in shown["budget"] if row["resource"] == "search")
-    assert search["remaining"] == 3600, search
+    assert search["remaining"] == 36000, search
     assert collector.stats("search")["downloader/exception_count"] >= 8  # + the probe
 
 

@@ -22,6 +22,7 @@ from scraper.config import ConfigError, parse_config
 from scraper.searchslices import RESULTS_CAP, parse_query
 from tests.fakes.github import parse_search, search_results
 from tests.fakes.launcher import FakeServer, start_fake_github
+from tests.incrawler import crawl_log, crawl_round
 from tests.support import Collector
 from tests.test_crawl_github import Scripted
 
@@ -54,12 +55,13 @@ def is_probe(request: dict[str, Any]) -> bool:
     return request["params"].get("per_page") == "1"
 
 
-def crawl(collector: Collector) -> dict[str, Any]:
-    result = collector.crawl("search", timeout=120)
-    log = collector.log("search")
-    assert result.returncode == 0, log[-3000:]
+def crawl(collector: Collector) -> tuple[dict[str, Any], str]:
+    """A round of the search spider in this process: its stats and what it logged."""
+    with crawl_log() as lines:
+        stats = crawl_round("search", collector.config_path)
+    log = "\n".join(lines)
     assert "Traceback" not in log
-    return collector.stats("search")
+    return stats, log
 
 
 def error_lines(log: str) -> list[str]:
@@ -80,12 +82,12 @@ def rounds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         for generation in (0, 1, 1):
             fake.control(reset_stats=True, generation=generation)
             files = set(collector.item_files("search"))
-            stats = crawl(collector)
+            stats, log = crawl(collector)
             new = [p for p in collector.item_files("search") if p not in files]
             items = [json.loads(line) for p in new for line in p.read_text().splitlines()]
             out["rounds"].append({"stats": stats, "items": items, "generation": generation,
                                   "requests": search_requests(fake), "fake": fake.stats(),
-                                  "log": collector.log("search")})
+                                  "log": log})
         yield out
     finally:
         fake.stop()
@@ -161,8 +163,8 @@ def test_repeated_qualifier_is_one_error_and_the_cap_holds(collector: Collector,
     fake = fake_github_factory(search_limit=LIMIT, search_window=WINDOW)
     configure(collector, fake, ["huge stars:>10 stars:<100", "longtail2000"],
               max_results_per_query=1500)
-    stats = crawl(collector)
-    errors = error_lines(collector.log("search"))
+    stats, log = crawl(collector)
+    errors = error_lines(log)
     assert len(errors) == 1, errors
     assert "'huge stars:>10 stars:<100'" in errors[0] and "422" in errors[0]
     assert stats["search/refused"] == 1
@@ -178,7 +180,7 @@ def test_incomplete_pages_are_asked_again(collector: Collector,
     fake = fake_github_factory(search_limit=LIMIT, search_window=WINDOW)
     configure(collector, fake, ["longtail1500", "few"])
     fake.control(incomplete_every=4)
-    stats = crawl(collector)
+    stats, log = crawl(collector)
     served = fake.stats()["incomplete_served"]
     assert served >= 3
     assert stats["search/incomplete_results"] == served
@@ -187,18 +189,19 @@ def test_incomplete_pages_are_asked_again(collector: Collector,
     assert by_query == {"longtail1500": 1500, "few": 7}
     assert {i["id"] for i in items if i["query"] == "longtail1500"} == expected_ids(
         "longtail1500")
-    assert not error_lines(collector.log("search"))
+    assert not error_lines(log)
 
     # A page GitHub keeps answering incomplete: one ERROR line, and it is never believed:
     # the next round asks it afresh (no If-None-Match from the cut-short answer) and again.
     configure(collector, fake, ["few"])
     for _ in range(2):
         fake.control(reset_stats=True, incomplete_every=1)
-        stats = crawl(collector)
+        stats, round_log = crawl(collector)
+        log += "\n" + round_log
         statuses = [r["status"] for r in search_requests(fake)]
         assert statuses == [200, 200, 200], statuses
         assert stats["search/incomplete_given_up"] == 1
-    errors = error_lines(collector.log("search"))
+    errors = error_lines(log)
     assert len(errors) == 2 and all("incomplete" in line for line in errors), errors
 
 
@@ -230,12 +233,12 @@ def test_search_pages_only_from_the_api_origin(collector: Collector,
         config = yaml.safe_load(collector.config_path.read_text())
         config["github"] = {"api_url": api.url, "web_url": fake_github.url("web")}
         collector.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        stats = crawl(collector)
+        stats, log = crawl(collector)
     finally:
         api.close()
     items = collector.items("search")
     assert [(i["query"], i["id"]) for i in items] == [("linked", 1)]  # nothing from elsewhere
-    errors = error_lines(collector.log("search"))
+    errors = error_lines(log)
     assert len(errors) == 2, errors
     assert any("'linked'" in line and "leaves the API" in line for line in errors)
     assert any("'moved'" in line and "not from the API" in line for line in errors)

@@ -1,7 +1,9 @@
 """Shards: ``-a shard=i/N`` takes entries i, i+N, …; the union of all shards is the unsharded run.
 
-The end-to-end tests run every shard of a spider as its own ``scrapy crawl`` process, all at the
-same time, in one collector home, and the unsharded run in another home (its own data dir).
+The docs test runs every shard as its own ``scrapy crawl`` process, all at the same time, in one
+collector home (one set of stores, shared by the shards at once), and the unsharded run in
+another home (its own data dir); the search and trending tests run the same rounds one after
+the other in this process (tests/incrawler.py): what they add is each spider's partition.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from scraper.sharding import UNSHARDED, Shard, ShardError
+from tests.incrawler import crawl_round
 from tests.support import Collector
 
 # --- unit ----------------------------------------------------------------------------------------
@@ -96,6 +99,15 @@ def run_sharded_and_unsharded(sharded: Collector, unsharded: Collector, spider: 
     assert not unsharded.stats(spider).get("log_count/ERROR")
 
 
+def run_shards_in_process(sharded: Collector, unsharded: Collector, spider: str,
+                          count: int) -> None:
+    """Every shard of ``spider``, then the unsharded run, as rounds in this process."""
+    for i in range(count):
+        stats = crawl_round(spider, sharded.config_path, shard=f"{i}/{count}")
+        assert not stats.get("log_count/ERROR"), stats
+    assert not crawl_round(spider, unsharded.config_path).get("log_count/ERROR")
+
+
 def assert_partition(shard_items: list[list[dict[str, Any]]], whole: list[dict[str, Any]],
                      key: Any) -> None:
     keys = [{key(item) for item in items} for items in shard_items]
@@ -143,15 +155,14 @@ def test_docs_shards_run_together_equal_the_unsharded_run(tmp_path, fake_docs_fa
 
 
 @pytest.mark.timeout(150)
-def test_search_shards_run_together_equal_the_unsharded_run(tmp_path, fake_github_factory
-                                                            ) -> None:
+def test_search_shards_equal_the_unsharded_run(tmp_path, fake_github_factory) -> None:
     github = fake_github_factory(**FAKE_LIMITS, latency_ms=5)
     queries = ["few", "alpha", "beta", "gamma"]
     sharded, unsharded = Collector(tmp_path / "sharded"), Collector(tmp_path / "unsharded")
     for home in (sharded, unsharded):
         home.configure(github=github, spiders={"search": {"queries": queries}})
         home.update_config({"github": {"limits": LIMITS}})
-    run_sharded_and_unsharded(sharded, unsharded, "search", 2)
+    run_shards_in_process(sharded, unsharded, "search", 2)
 
     whole = unsharded.items("search")
     assert len(whole) == 7 + 3 * 250
@@ -162,8 +173,7 @@ def test_search_shards_run_together_equal_the_unsharded_run(tmp_path, fake_githu
 
 
 @pytest.mark.timeout(150)
-def test_trending_shards_run_together_equal_the_unsharded_run(tmp_path, fake_github_factory
-                                                              ) -> None:
+def test_trending_shards_equal_the_unsharded_run(tmp_path, fake_github_factory) -> None:
     github = fake_github_factory(**FAKE_LIMITS, latency_ms=5)
     languages, periods = ["", "python", "rust"], ["daily", "weekly", "monthly"]
     sharded, unsharded = Collector(tmp_path / "sharded"), Collector(tmp_path / "unsharded")
@@ -171,7 +181,7 @@ def test_trending_shards_run_together_equal_the_unsharded_run(tmp_path, fake_git
         home.configure(github=github, spiders={"trending": {"languages": languages,
                                                             "periods": periods}})
         home.update_config({"github": {"limits": LIMITS}})
-    run_sharded_and_unsharded(sharded, unsharded, "trending", 3)
+    run_shards_in_process(sharded, unsharded, "trending", 3)
 
     whole = unsharded.items("trending")
     per_shard = items_per_shard(sharded, "trending", 3)

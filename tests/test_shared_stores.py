@@ -1,5 +1,6 @@
-"""One dataset whatever the shard plan (issue 15), through real processes and the fake docs
-sites, whose per-URL counters prove what was fetched.
+"""One dataset whatever the shard plan (issue 15), through the runner's real processes and
+rounds of the docs spider in this process (tests/incrawler.py), against the fake docs sites,
+whose per-URL counters prove what was fetched.
 
 * resharding (runner 6 workers → runner 4 workers → a hand-run shard 1/5) writes nothing new and
   fetches only each site's start page — a link that redirects to a collected page included;
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.incrawler import crawl_round
 from tests.support import Collector
 from tests.test_faults_stores import rows
 
@@ -49,7 +51,7 @@ def summary(stderr: str) -> tuple[str, ...]:
 
 @pytest.mark.timeout(240)
 def test_a_new_shard_plan_writes_nothing_new_and_fetches_only_start_pages(
-        collector: Collector, fake_docs_factory) -> None:
+        collector: Collector, fake_docs_factory, capsys) -> None:
     docs = fake_docs_factory(sites=6, pages=8, redirect=True)
     starts = [f"{docs.url()}/site{k}/" for k in range(6)]
     collector.configure(docs_urls=starts)
@@ -70,11 +72,11 @@ def test_a_new_shard_plan_writes_nothing_new_and_fetches_only_start_pages(
         assert summary(collector.log("docs", f"{i}/4"))[2] == "0"
 
     after_second = counts(docs)
-    third = collector.crawl("docs", "1/5")
-    assert third.returncode == 0, third.stderr[-3000:]
+    capsys.readouterr()
+    crawl_round("docs", collector.config_path, shard="1/5")
     assert len(collector.items("docs")) == len(collected)
     assert fetched_since(docs, after_second) == Counter({"/site1/": 1})
-    shard, pages, new, skipped, dropped, where = summary(third.stderr)
+    shard, pages, new, skipped, dropped, where = summary(capsys.readouterr().err)
     # The start page, read every round, is the one page fetched: its content is a duplicate.
     assert (shard, pages, new, dropped, where) == ("1/5", "1", "0", "1", "nothing new written")
     assert int(skipped) >= 5  # the start page's links, moved.html among them
@@ -99,8 +101,7 @@ def test_a_site_past_the_cap_is_covered_over_rounds_each_within_the_cap(
         rounds += 1
         assert rounds <= 5, f"not covered after 5 rounds: missing {sorted(site - seen)}"
         before = counts(docs)
-        result = collector.crawl("docs", None, timeout=90)
-        assert result.returncode == 0, result.stderr[-3000:]
+        crawl_round("docs", collector.config_path)
         fetched = fetched_since(docs, before)
         assert len(fetched) <= 10, fetched  # ≤ cap pages per site per round
         # Each page at most once a round (flaky.html: its 500, then the retry).
@@ -116,8 +117,7 @@ def test_a_site_past_the_cap_is_covered_over_rounds_each_within_the_cap(
 def shard_home(tmp_path: Path, name: str, starts: list[str], shard: str) -> Collector:
     home = Collector(tmp_path / name)
     home.configure(docs_urls=starts)
-    result = home.crawl("docs", shard)
-    assert result.returncode == 0, result.stderr[-3000:]
+    crawl_round("docs", home.config_path, shard=shard)
     return home
 
 
@@ -147,10 +147,8 @@ def test_per_shard_stores_of_an_earlier_version_are_merged_once_losing_nothing(
     links = sum(rows(p, "links") for p in old["deltafetch"])
 
     before = counts(docs)
-    result = upgraded.crawl("docs", "0/3")
-    assert result.returncode == 0, result.stderr[-3000:]
-    result = upgraded.crawl("docs", "1/3")  # the merged-in memory serves every new shard
-    assert result.returncode == 0, result.stderr[-3000:]
+    crawl_round("docs", upgraded.config_path, shard="0/3")
+    crawl_round("docs", upgraded.config_path, shard="1/3")  # the merged-in memory serves all
     assert upgraded.items("docs") == before_items  # nothing written twice
     assert set(fetched_since(docs, before)) == {"/site0/", "/site1/", "/site3/"}
     # Merged, then moved aside — never deleted; and nothing of them lost.
@@ -167,8 +165,7 @@ def test_per_shard_stores_of_an_earlier_version_are_merged_once_losing_nothing(
     # next start merges it again, which changes nothing, and moves it aside.
     (aside,) = merged(old["contenthash"][0])
     shutil.copyfile(aside, old["contenthash"][0])
-    result = upgraded.crawl("docs", "2/3")
-    assert result.returncode == 0, result.stderr[-3000:]
+    crawl_round("docs", upgraded.config_path, shard="2/3")
     assert not old["contenthash"][0].exists()
     assert len(merged(old["contenthash"][0])) == 2
     assert rows(state / "contenthash" / "docs.sqlite") == 4 * 7
@@ -177,7 +174,7 @@ def test_per_shard_stores_of_an_earlier_version_are_merged_once_losing_nothing(
 
 @pytest.mark.timeout(180)
 def test_reset_switches_forget_for_one_run_and_the_summary_says_what_happened(
-        collector: Collector, fake_docs_factory) -> None:
+        collector: Collector, fake_docs_factory, capsys) -> None:
     docs = fake_docs_factory(sites=1, pages=6)
     collector.configure(docs_urls=[f"{docs.url()}/site0/"])
     result = collector.crawl("docs")
@@ -187,22 +184,22 @@ def test_reset_switches_forget_for_one_run_and_the_summary_says_what_happened(
     assert where.startswith(str(collector.data_dir / "items" / "docs" / "docs-0of1-"))
     assert Path(where).is_file()
 
+    # The switches' rules, in rounds in this process (the same summary line, on this stderr).
+    def round_summary(settings: dict | None = None, **spider_args: str) -> tuple[str, ...]:
+        capsys.readouterr()
+        crawl_round("docs", collector.config_path, settings=settings, **spider_args)
+        return summary(capsys.readouterr().err)
+
     # -a deltafetch_reset=1: every page fetched again, but the content is known: 0 new items.
     before = counts(docs)
-    result = collector.crawl("docs", None, "-a", "deltafetch_reset=1")
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert round_summary(deltafetch_reset="1")[2:4] == ("0", "0")
     assert len(fetched_since(docs, before)) == 9  # root, index.html, page0..5, flaky
-    assert summary(result.stderr)[2:4] == ("0", "0")
     # The memory was kept (and updated): the next plain run skips again.
     before = counts(docs)
-    result = collector.crawl("docs")
-    assert result.returncode == 0, result.stderr[-3000:]
+    round_summary()
     assert set(fetched_since(docs, before)) == {"/site0/"}
     # -s DELTAFETCH_RESET=1 with -s CONTENTHASH_RESET=1: everything collected and written anew.
-    result = collector.crawl("docs", None, "-s", "DELTAFETCH_RESET=1",
-                             "-s", "CONTENTHASH_RESET=1")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert summary(result.stderr)[2] == "7"
+    assert round_summary({"DELTAFETCH_RESET": True, "CONTENTHASH_RESET": True})[2] == "7"
     assert len(collector.items("docs")) == 14
 
     bad = collector.crawl("docs", None, "-a", "deltafetch_reset=maybe")

@@ -1,5 +1,6 @@
 """State and files through real crawls: per spider-shard locks, item files and logs; per spider
-dedup stores, shared by its shards."""
+dedup stores, shared by its shards. What needs processes (two at once, a lock) runs
+``scrapy crawl``; a store's or a file's rule alone, a round in this process (tests/incrawler.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.incrawler import crawl_round
 from tests.support import Collector
 
 ITEM_FILE = re.compile(r"^docs-(\d+)of(\d+)-\d{8}T\d{6}Z(-\d+)?\.jsonl$")
@@ -72,11 +74,10 @@ def test_two_shards_at_once_share_sound_stores_and_have_their_own_logs(collector
 
 @pytest.mark.timeout(120)
 def test_unreadable_stores_are_moved_aside_not_deleted(collector: Collector,
-                                                       fake_docs_factory) -> None:
+                                                       fake_docs_factory, caplog) -> None:
     docs = fake_docs_factory(sites=1, pages=8)
     collector.configure(docs_urls=docs_sites(docs, 1))
-    result = collector.crawl("docs", "0/2")
-    assert result.returncode == 0, result.stderr[-3000:]
+    crawl_round("docs", collector.config_path, shard="0/2")
     first_items = len(collector.items("docs"))
     assert first_items == 9
 
@@ -88,18 +89,16 @@ def test_unreadable_stores_are_moved_aside_not_deleted(collector: Collector,
     delta.write_bytes(truncated)
     content.write_bytes(garbage)
 
-    result = collector.crawl("docs", "0/2")
-    assert result.returncode == 0, result.stderr[-3000:]
+    caplog.clear()
+    stats = crawl_round("docs", collector.config_path, shard="0/2")
     (delta_aside,) = delta.parent.glob("docs.sqlite.unreadable-*")
     (content_aside,) = content.parent.glob("docs.sqlite.unreadable-*")
     assert delta_aside.read_bytes() == truncated
     assert content_aside.read_bytes() == garbage
-    errors = [line for line in collector.log("docs", "0/2").splitlines() if " ERROR" in line]
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert any(delta_aside.name in line for line in errors), errors
     assert any(content_aside.name in line for line in errors), errors
     # The crawl went on with new, sound stores: everything was collected again.
-    stats = collector.stats("docs", "0/2")
-    assert stats["finish_reason"] == "finished"
     assert stats["item_scraped_count"] == first_items
     assert not stats.get("deltafetch/skipped")
     for path in (delta, content):
@@ -143,7 +142,7 @@ def test_same_shard_twice_at_once_the_second_exits_3(collector: Collector,
 
 @pytest.mark.timeout(90)
 def test_part_file_left_by_a_kill_is_recovered_at_next_start(collector: Collector,
-                                                             fake_docs_factory) -> None:
+                                                             fake_docs_factory, caplog) -> None:
     docs = fake_docs_factory(sites=1, pages=4)
     collector.configure(docs_urls=docs_sites(docs, 1))
     items_dir = collector.data_dir / "items" / "docs"
@@ -159,8 +158,7 @@ def test_part_file_left_by_a_kill_is_recovered_at_next_start(collector: Collecto
     empty = items_dir / "docs-0of1-20200102T000000Z.jsonl.part"
     empty.write_bytes(b'{"url": "torn only')
 
-    result = collector.crawl("docs")
-    assert result.returncode == 0, result.stderr[-3000:]
+    crawl_round("docs", collector.config_path)
     recovered = items_dir / "docs-0of1-20200101T000000Z.jsonl"
     assert recovered.read_bytes() == "".join(whole).encode()
     assert not part.exists() and not empty.exists()
@@ -175,5 +173,5 @@ def test_part_file_left_by_a_kill_is_recovered_at_next_start(collector: Collecto
         for line in data.decode("utf-8").splitlines():
             json.loads(line)
     assert (f"recovered {part.name}: kept its {len(''.join(whole).encode())} bytes of whole "
-            f"lines, cut {len(torn)} torn bytes") in collector.log("docs")
+            f"lines, cut {len(torn)} torn bytes") in caplog.text
     assert not list(items_dir.glob("docs-0of1-*.part"))

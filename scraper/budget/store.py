@@ -410,8 +410,14 @@ class BudgetStore:
                     bucket.probe_until = now + PROBE_LEASE
                     self._save(bucket)
                     return Claim(go=False, slot_at=now, probe=True)
-                if bucket.reset_at is None or now >= bucket.reset_at:
+                if bucket.reset_at is not None and now >= bucket.reset_at:
+                    if now < bucket.reset_at + self.reset_guard:
+                        # Booked before this reset was known: the new window's first request
+                        # waits out the guard too, in its place.
+                        return self._hold(ticket, bucket.reset_at + self.reset_guard)
                     self._guess_window(bucket, now)  # a new window starts with this request
+                elif bucket.reset_at is None:
+                    self._guess_window(bucket, now)
                 assert bucket.remaining is not None and bucket.reset_at is not None
                 in_flight = self._count(ticket.key, "sent_at IS NOT NULL")
                 if bucket.remaining - in_flight < 1:
@@ -463,7 +469,12 @@ class BudgetStore:
             return rate
         return replace(rate, reset=now + min(reset_in, self.max_wait))
 
-    def _sync(self, bucket: _Bucket, raw: RateHeaders, now: float) -> None:
+    def _sync(self, bucket: _Bucket, raw: RateHeaders, now: float, *,
+              counted: bool = False) -> None:
+        """``counted``: the answer to a request GitHub counted, so its reset is the end of a
+        window that request opened or ran in. Any other answer (a 304, ``/rate_limit``, a limit
+        answer) between windows gives "a window from now", a reset that moves with the clock:
+        it is the truth for now, but no window length can be learned from it."""
         if not raw.complete:
             return
         rate = self._local(raw, now)
@@ -479,7 +490,7 @@ class BudgetStore:
             bucket.remaining = min(bucket.remaining or 0, rate.remaining)
         elif (bucket.source != "headers" or bucket.reset_at is None
               or rate.reset > bucket.reset_at):
-            if rate.reset < now + self.max_wait:  # a clamped reset says nothing of the window
+            if counted and rate.reset < now + self.max_wait:  # clamped: says nothing of it
                 self._learn_window(bucket, raw.reset)
             bucket.remaining, bucket.reset_at = rate.remaining, rate.reset
         else:
@@ -548,7 +559,7 @@ class BudgetStore:
                 self._conn.execute("DELETE FROM tickets WHERE id = ?", (ticket.id,))
             bucket = self._load(key)
             if rate.complete:
-                self._sync(bucket, rate, now)
+                self._sync(bucket, rate, now, counted=counted)
             elif counted and bucket.capped and bucket.remaining is not None and (
                     bucket.reset_at or 0) > now:
                 bucket.remaining = max(0, bucket.remaining - 1)  # no headers: assume it cost one
@@ -600,9 +611,11 @@ class BudgetStore:
                     continue
                 rate = (resources or {}).get(key.resource)
                 if rate is not None:
-                    # The probe is the truth now, whatever was guessed or stored before.
+                    # The probe is the truth now, whatever was guessed or stored before; the
+                    # requests booked meanwhile were booked on the guess: book them again on it.
                     bucket.source = "probe"
                     self._sync(bucket, rate, now)
+                    self._replan_waiting(bucket, now)
                 bucket.probed_at = now
                 bucket.probe_until = 0.0
                 self._save(bucket)

@@ -30,7 +30,7 @@ def _serve(start: Callable[..., FakeServer], directory: Path,
     try:
         yield server
     finally:
-        server.stop()
+        server.kill()
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def _factory(
         yield make
     finally:
         for server in started:
-            server.stop()
+            server.kill()
 
 
 @pytest.fixture

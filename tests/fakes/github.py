@@ -12,6 +12,7 @@ answer the same on either listener.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 import json
@@ -20,7 +21,7 @@ import random
 import re
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -542,6 +543,10 @@ class GitHubFake(FakeProcess):
         self.web_secondary: tuple[float, int] = (0.0, 429)
         self._secondary_first: dict[tuple[str, str, float], float] = {}
         self._request_no = 0
+        # Cleared by the hold_probes control: GET /rate_limit waits until it is set again.
+        self.probes_open = asyncio.Event()
+        self.probes_open.set()
+        self.probes_waiting = 0
         self.incomplete_every = 0  # every Nth search answer with items is incomplete; 0 = never
         self._answers_with_items = 0
         self.trending = self._load_trending(Path(args.trending_fixtures))
@@ -554,6 +559,7 @@ class GitHubFake(FakeProcess):
             "generation": self._control_generation,
             "rate_status": self._control_rate_status,
             "reset_limits": self._control_reset_limits,
+            "hold_probes": self._control_hold_probes,
             "incomplete_every": self._control_incomplete_every,
         }.items():
             self.add_control(key, handler)
@@ -610,6 +616,14 @@ class GitHubFake(FakeProcess):
     def _control_rate_status(self, value: Any) -> None:
         self.rate_status = int(value)
 
+    def _control_hold_probes(self, value: Any) -> None:
+        """True: answers to GET /rate_limit wait (a client starting up holds there); False:
+        they go, with the limits as they are then (apply ``exhaust`` first, in one call)."""
+        if value:
+            self.probes_open.clear()
+        else:
+            self.probes_open.set()
+
     def _control_reset_limits(self, value: Any) -> None:
         if value:
             self.limiter.clear()
@@ -641,6 +655,7 @@ class GitHubFake(FakeProcess):
                 "seconds_left": max(0.0, self.web_secondary[0] - now),
                 "status": self.web_secondary[1],
             },
+            "probes_waiting": self.probes_waiting,
         }
 
     def stats(self) -> dict[str, Any]:
@@ -750,10 +765,21 @@ class GitHubFake(FakeProcess):
     def make_api_app(self) -> web.Application:
         app = self.make_app("api")
         app.router.add_get("/search/repositories", self._api(self._search))
-        app.router.add_get("/rate_limit", self._api(self._rate_limit, counted=False))
+        app.router.add_get("/rate_limit", self._held(self._api(self._rate_limit, counted=False)))
         app.router.add_get("/redirect-to", self._api(self._api_redirect))
         app.router.add_route("*", "/{tail:.*}", self._api(self._api_not_found))
         return app
+
+    def _held(self, handler: Callable[[web.Request], Awaitable[web.Response]]) -> Any:
+        async def wrapped(request: web.Request) -> web.Response:
+            self.probes_waiting += 1
+            try:
+                await self.probes_open.wait()
+            finally:
+                self.probes_waiting -= 1
+            return await handler(request)
+
+        return wrapped
 
     def _api(self, produce: Callable[[web.Request], Reply], *, counted: bool = True) -> Any:
         """Wrap an endpoint with auth, secondary/primary limits, ETags and rate headers."""

@@ -75,6 +75,12 @@ class FakeServer:
         """``POST /_control`` with ``changes`` as the JSON object; returns the new config."""
         return self._call(app, "/_control", changes)
 
+    def kill(self) -> None:
+        """SIGKILL: a test's end, when nothing is listening to how the server goes."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
     def stop(self) -> None:
         """SIGTERM, wait, SIGKILL if it does not go."""
         if self.process.poll() is None:
