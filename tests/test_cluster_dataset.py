@@ -408,6 +408,8 @@ def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(
     shutil.copytree(first.state_dir, copy.state_dir)
     twin = Box.here(copy)
     assert twin.id == original.id
+    renamed = Box(original.id, "renamed-host:" + original.name.partition(":")[2])
+    renamed.register(redis_server.client(), keys.dataset_ids)  # a renamed host: the same box
     with pytest.raises(BoxIdClash) as clash:
         twin.register(redis_server.client(), keys.dataset_ids)
     said = str(clash.value)

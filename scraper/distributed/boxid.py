@@ -4,8 +4,9 @@ The id names the box in shipped entries and in the dataset box's record, so it m
 between any two boxes and never change on one: it is drawn at random the first time
 (``state/box-id``, written atomically) rather than derived from the host name and data dir (two
 cloned images share both; a renamed host would change it). The host name and data dir are for
-display only. The id is registered in Redis (``{p}:dataset:ids``, HSETNX): a second data dir
-with the same id — a copied ``state/`` — is found there and refused in one line.
+display only. The id is registered in Redis (``{p}:dataset:ids``, HSETNX, with the data dir's
+path and the OS install's machine id): a second data dir with the same id — a copied ``state/``
+— is found there and refused in one line.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ class Box:
         return cls(kept, f"{host}:{Path(layout.root).resolve()}")
 
     def register(self, client: Any, ids_key: str) -> None:
-        """Claim the id in Redis; :class:`BoxIdClash` when another data dir holds it."""
-        mine = f"{self.name} {_machine()}".strip()
+        """Claim the id in Redis; :class:`BoxIdClash` when another data dir holds it (its path,
+        or the OS install's id, differs; the host name does not count: a renamed host is the
+        same box)."""
+        mine = f"{self.name.partition(':')[2] or self.name} {_machine()}".strip()
         if client.hsetnx(ids_key, self.id, mine):
             return
         held = client.hget(ids_key, self.id)

@@ -48,7 +48,7 @@ Redis can serve several collectors (or test runs) side by side::
     {p}:dataset:reserved               hash  upload key → "{bytes} {deadline}": room taken by
                                              an upload begun, given back at its commit or
                                              when it lapses
-    {p}:dataset:ids                    hash  box id → the data dir that drew it (a clash)
+    {p}:dataset:ids                    hash  box id → the data dir (path, machine id) that drew it
     {p}:dataset:confirmed:{box}:{spider} list  "{dataset box} {segment}" the dataset box has
                                              written to disk, popped by the box that shipped it
 
