@@ -38,12 +38,15 @@ def legacy_id(host: str, data_dir: Path | str) -> str:
 
 
 def _machine() -> str:
-    """The OS install's id (a clone that regenerated it is told apart), or ''."""
+    """A digest of the OS install's id (a clone that regenerated it is told apart), or ''. The
+    id itself is not for others to read (machine-id(5)): only an application-keyed digest of
+    it leaves the box."""
     for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
         try:
-            return Path(path).read_text(encoding="ascii").strip()[:32]
+            raw = Path(path).read_text(encoding="ascii").strip()
         except (OSError, ValueError):
             continue
+        return hashlib.sha256(f"hubcollect box {raw}".encode()).hexdigest()[:16]
     return ""
 
 
