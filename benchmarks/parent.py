@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ import psutil
 
 from benchmarks.common import (
     MB,
+    PYTHON,
     RESULTS_DIR,
     collector_env,
     machine_info,
@@ -71,7 +73,20 @@ def _slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / var if var else 0.0
 
 
-def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path) -> dict[str, Any]:
+def _probe(path: Path | None) -> dict[str, Any]:
+    """The allocator figures the probe thread wrote last (``--allocator``)."""
+    try:
+        lines = path.read_text().splitlines() if path else []
+    except OSError:
+        return {}
+    return {"allocator": json.loads(lines[-1])} if lines else {}
+
+
+PROBED = ("heap_bytes", "heap_in_use", "mmapped_bytes", "arenas", "blocks", "RssAnon")
+
+
+def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path,
+        allocator: bool = False, collect: bool = False) -> dict[str, Any]:
     fake = start_fake_docs(workdir / "fake", host="127.0.0.2", sites=workers, pages=1,
                            page_kb=2)
     try:
@@ -80,11 +95,16 @@ def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path) 
         config = write_collector_config(home, urls, max_pages=5, refresh_after=0)
         status_file = home / "data" / "state" / "status.json"
         every = max(1, rounds // samples)
+        probe = workdir / "probe.jsonl" if allocator else None
+        command = ([PYTHON, "-m", "benchmarks.parentprobe"] if allocator
+                   else runner_command())
+        extra = {"HUBCOLLECT_PROBE_OUT": str(probe), "HUBCOLLECT_PROBE_EVERY": "2",
+                 "HUBCOLLECT_PROBE_COLLECT": "1" if collect else "0"} if allocator else {}
         taken: list[dict[str, Any]] = []
         with open(home / "runner.out", "wb") as log:
             runner = subprocess.Popen(
-                [*runner_command(), "--config", str(config), "--workers", str(workers),
-                 "--spiders", "docs"], cwd=home, env=collector_env(config),
+                [*command, "--config", str(config), "--workers", str(workers),
+                 "--spiders", "docs"], cwd=home, env=collector_env(config, **extra),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
             parent = psutil.Process(runner.pid)
             t0 = time.monotonic()
@@ -93,7 +113,7 @@ def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path) 
                     done = sum(slot_rounds(status_file) or [0])
                     if done >= max(1, len(taken) * every):  # from the first round on
                         with contextlib.suppress(psutil.Error):
-                            taken.append(_sample(parent, done, t0))
+                            taken.append({**_sample(parent, done, t0), **_probe(probe)})
                     if done >= rounds:
                         break
                     if runner.poll() is not None:
@@ -124,6 +144,9 @@ def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path) 
             # seen at once in the first and the second half, not one instant with another.
             "fds_max_first_half": max(s["fds"] for s in later[:half or 1]),
             "fds_max_second_half": max(s["fds"] for s in later[half:]),
+            **({"allocator_change": {
+                key: later[-1]["allocator"][key] - later[0]["allocator"][key] for key in PROBED
+            }} if allocator and "allocator" in later[0] and "allocator" in later[-1] else {}),
             "fds_seen": sorted({s["fds"] for s in taken}),
             "threads_seen": sorted({s["threads"] for s in taken})}
 
@@ -140,12 +163,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="the steady rise that counts as a leak (default 0.2 KB a round: "
                         "1 MB in 5,000 rounds)")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--allocator", action="store_true",
+                        help="run the parent under benchmarks.parentprobe: glibc's heap and "
+                        "Python's arenas at every sample (a thread more in the parent)")
+    parser.add_argument("--collect", action="store_true",
+                        help="--allocator with a full garbage collection before each of its "
+                        "samples, so blocks count live objects only")
     parser.add_argument("--out", default=None,
                         help="default benchmarks/results/parent.json (parent-N.json for N "
                         "rounds other than 1000)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-parent-") as tmp:
-        result = run(args.rounds, args.workers, args.samples, args.timeout, Path(tmp))
+        result = run(args.rounds, args.workers, args.samples, args.timeout, Path(tmp),
+                     args.allocator or args.collect, args.collect)
     flat = (result["fds_max_second_half"] <= result["fds_max_first_half"]
             and result["rss_max_mb"] - result["after_warmup"]["rss_mb"] <= args.rss_slack_mb
             and result["rss_kb_per_round"] <= args.max_kb_per_round)
@@ -153,16 +183,29 @@ def main(argv: list[str] | None = None) -> int:
                                                                *sys.argv[1:]]),
               **result, "rss_slack_mb": args.rss_slack_mb, "flat": flat}
     name = "parent.json" if args.rounds == 1000 else f"parent-{args.rounds}.json"
+    if args.allocator or args.collect:
+        name = name.replace(".json", "-collect.json" if args.collect else "-allocator.json")
     return publish(Path(args.out) if args.out else RESULTS_DIR / name, result, render)
 
 
 def render(result: dict[str, Any]) -> str:
     lines = [f"{'rounds':>7} {'s':>7} {'RSS MB':>8} {'anon':>7} {'file':>7} {'fds':>4} "
              f"{'threads':>7}"]
+    probed = any("allocator" in s for s in result["samples"])
+    if probed:
+        lines[0] += f" {'heap KB':>8} {'in use':>8} {'mmap KB':>8} {'arenas':>6} {'blocks':>8}"
     for s in result["samples"]:
-        lines.append(f"{s['rounds']:>7} {s['t_s']:>7} {s['rss_mb']:>8} "
-                     f"{s.get('anon_mb', '-'):>7} {s.get('file_mb', '-'):>7} {s['fds']:>4} "
-                     f"{s['threads']:>7}")
+        line = (f"{s['rounds']:>7} {s['t_s']:>7} {s['rss_mb']:>8} "
+                f"{s.get('anon_mb', '-'):>7} {s.get('file_mb', '-'):>7} {s['fds']:>4} "
+                f"{s['threads']:>7}")
+        if probed and "allocator" in s:
+            a = s["allocator"]
+            line += (f" {a['heap_bytes'] // 1024:>8} {a['heap_in_use'] // 1024:>8} "
+                     f"{a['mmapped_bytes'] // 1024:>8} {a['arenas']:>6} {a['blocks']:>8}")
+        lines.append(line)
+    if "allocator_change" in result:
+        lines.append("allocator, after warm-up → last sample: " + ", ".join(
+            f"{key} {value:+,}" for key, value in result["allocator_change"].items()))
     lines.append(f"after warm-up (round {result['after_warmup']['rounds']}) → round "
                  f"{result['last']['rounds']}: RSS {result['rss_change_mb']:+} MB (highest "
                  f"{result['rss_max_mb']} MB, {result['rss_kb_per_round']:+} KB a round), "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from runner.state import SlotRecord, SlotStatus
 from scraper.config import HealthConfig
-from scraper.outcome import NO_DATA, empty_reason, round_problem
+from scraper.outcome import NO_DATA, empty_reason, robots_requests, round_problem
 from scraper.statefile import WorkerRecord
 from scraper.units import counted, format_duration
 
@@ -106,7 +106,8 @@ def round_failed(record: WorkerRecord | None) -> str | None:
     if record.drift_listings and not record.empty_listings:
         return record.drift or "markup drift"
     return round_problem(record.requests, record.ok, record.empty_listing_url,
-                         record.empty_listings, record.first_error)
+                         record.empty_listings, record.first_error,
+                         robots_requests(record.stats))
 
 
 def once_summary(spider: str, records: list[WorkerRecord | None],

@@ -409,6 +409,11 @@ class Supervisor:
             state = self.by_pid.pop(pid, None)
             if state is not None:
                 self._finished(state, status)
+                # What a round leaves in reference cycles only a full collection frees, and
+                # the parent's come rarely on their own: CPython waits for a quarter as many
+                # objects as the last full collection kept, which here was the whole heap
+                # just before it was frozen. Cheap: the frozen heap is not traversed.
+                gc.collect()
             else:
                 self.catalog.reaped(pid, status)
 

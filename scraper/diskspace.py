@@ -18,13 +18,14 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-from scrapy import signals
-from scrapy.crawler import Crawler
-from scrapy.exceptions import CloseSpider
-from scrapy.utils.defer import deferred_from_coro
+from typing import TYPE_CHECKING
 
 from scraper.statefile import open_private
+
+# Scrapy is imported where the guard uses it: the stores and data_size are also used by the
+# runner's commands (catalog, status), which would otherwise import it at every start.
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class DiskFullGuard:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DiskFullGuard:
+        from scrapy import signals
+
         global _guard
         guard = _guard = cls(crawler)
         crawler.signals.connect(guard.engine_started, signal=signals.engine_started)
@@ -84,6 +87,8 @@ class DiskFullGuard:
                      getattr(exc, "strerror", None) or exc)
         # While the spider opens, the component that failed raises CloseSpider instead.
         if self.running and self.crawler.engine.spider is not None:
+            from scrapy.utils.defer import deferred_from_coro
+
             deferred_from_coro(self.crawler.engine.close_spider_async(reason=DISK_FULL_REASON))
         return True
 
@@ -110,6 +115,8 @@ def round_closed_when_full() -> Iterator[None]:
         if not is_disk_full(exc):
             raise
         report_disk_full("cannot open a store", exc)  # a no-op if the store reported it
+        from scrapy.exceptions import CloseSpider
+
         raise CloseSpider(DISK_FULL_REASON) from None
 
 

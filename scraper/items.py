@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import Field
 
+from scraper.stamps import utc_stamp as utc_stamp  # the stamp items carry
 from scraper.versions import url_version
 
 
@@ -175,11 +175,6 @@ class DocPageItem(CollectedItem):
 def is_deduplicated(item: Any) -> bool:
     """False for records the content-hash dedup must pass through (page snapshots)."""
     return getattr(item, "deduplicate", True)
-
-
-def utc_stamp() -> str:
-    """Now as items stamp ``collected_at``: ISO-8601 UTC to the second, ordered as text."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def content_fields(item: scrapy.Item) -> list[str]:

@@ -37,10 +37,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-from scrapy.settings import BaseSettings
+from typing import TYPE_CHECKING
 
 from scraper.sharding import Shard
+
+if TYPE_CHECKING:  # importing Scrapy costs the catalog, status and watchdog commands 0.3 s
+    from scrapy.settings import BaseSettings
 
 SHARD_DELTAFETCH_DB_NAME = "deltafetch.sqlite"
 """A legacy per-shard deltafetch store is ``deltafetch/{spider}-{i}of{N}/`` + this."""

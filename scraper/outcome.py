@@ -8,12 +8,13 @@ crawler's stats (scalars only, so they reach the worker's state file with the re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scrapy.statscollectors import StatsCollector
-
 from scraper.units import counted
+
+if TYPE_CHECKING:  # the runner's commands read outcomes without importing Scrapy
+    from scrapy.statscollectors import StatsCollector
 
 FIRST_ERROR = "outcome/first_error"
 EMPTY_LISTINGS = "outcome/empty_listings"
@@ -81,6 +82,13 @@ def ok_answers(stats: dict[str, Any]) -> int:
             - _ok_count(stats, "robotstxt/response_status_count/"))
 
 
+def robots_requests(stats: dict[str, Any]) -> int:
+    """Downloads of robots.txt, which carry no data (:func:`ok_answers`): a round that sent only
+    those — in the cluster, every page it would have taken was taken by others or already
+    collected once it had read the host's robots.txt — had nothing to send."""
+    return stats.get("robotstxt/request_count", 0)
+
+
 def _ok_count(stats: dict[str, Any], prefix: str) -> int:
     return sum(count for key, count in stats.items() if key.startswith(prefix)
                and isinstance(count, int) and (key[len(prefix):].startswith("2")
@@ -88,13 +96,14 @@ def _ok_count(stats: dict[str, Any], prefix: str) -> int:
 
 
 def round_problem(requests: int, ok: int, empty_listing_url: str | None, empty_listings: int,
-                  first_error: str | None) -> str | None:
+                  first_error: str | None, robots: int = 0) -> str | None:
     """Why a finished round failed, or None: it sent requests and no answer carried data, or a
     listing page parsed to zero rows. A round with nothing to send (everything already
-    collected and unchanged) is not a failure."""
+    collected and unchanged, ``robots`` of its ``requests`` for robots.txt) is not a
+    failure."""
     if empty_listings:
         return empty_reason(empty_listing_url)
-    if requests and not ok:
+    if requests > robots and not ok:
         return f"fetched nothing in {counted(requests, 'request')} ({first_error or NO_DATA})"
     return None
 
@@ -102,11 +111,12 @@ def round_problem(requests: int, ok: int, empty_listing_url: str | None, empty_l
 def fetched_nothing(stats: dict[str, Any]) -> bool:
     """The round sent requests and no answer carried data (a listing page with zero rows is
     health's ``empty``, said in the summary, but data did come)."""
-    return bool(stats.get("downloader/request_count", 0)) and not ok_answers(stats)
+    return (stats.get("downloader/request_count", 0) > robots_requests(stats)
+            and not ok_answers(stats))
 
 
 def stats_problem(stats: dict[str, Any]) -> str | None:
     """:func:`round_problem` of a round's Scrapy stats."""
     return round_problem(stats.get("downloader/request_count", 0), ok_answers(stats),
                          stats.get(EMPTY_LISTING_URL), stats.get(EMPTY_LISTINGS, 0),
-                         stats.get(FIRST_ERROR))
+                         stats.get(FIRST_ERROR), robots_requests(stats))

@@ -14,13 +14,13 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
-from scrapy.settings import BaseSettings, default_settings
-
 PROJECT_SETTINGS = "scraper.settings"
 
 
 @cache
 def _defaults() -> dict[str, Any]:
+    from scrapy.settings import default_settings
+
     values: dict[str, Any] = {}
     for module in (default_settings, import_module(PROJECT_SETTINGS)):
         values.update((k, v) for k, v in vars(module).items() if k.isupper())
@@ -29,6 +29,10 @@ def _defaults() -> dict[str, Any]:
 
 def setting_problem(name: str, value: Any) -> str | None:
     """What ``value`` should be for setting ``name``, or None when Scrapy can read it."""
+    # Scrapy only when a config sets Scrapy settings: the commands that read a config
+    # without them (catalog, status, watchdog) never import it.
+    from scrapy.settings import BaseSettings
+
     default = _defaults().get(name)
     probe = BaseSettings({name: value})
     try:

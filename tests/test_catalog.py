@@ -526,7 +526,8 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
         assert list(spec["columns"]) == columns, table
         assert spec["title"] and all(spec["columns"].values())
     hidden = {name for name, spec in database["tables"].items() if spec.get("hidden")}
-    assert hidden == {"budget_samples", "loaded_files", "size_samples"}
+    assert hidden == {"budget_samples", "loaded_files", "size_samples", "docs_feed_entries",
+                      "docs_feed_pending", "docs_feed_state"}
     assert set(database["queries"]) == {"rising_this_week", "longest_on_trending",
                                         "when_was_it_trending", "recently_changed_docs",
                                         "when_was_a_developer_trending"}

@@ -30,6 +30,7 @@ from tests.test_distributed import (  # noqa: F401  (fixtures)
     finish,
     redis_server,
     redis_url,
+    runner_workers,
     start_runners,
 )
 from tests.test_search_complete import expected_ids, is_probe, search_requests
@@ -264,12 +265,6 @@ def test_a_chain_stays_in_its_worker_under_one_lease(redis_url: str) -> None:  #
 
 
 # --- a box killed mid-slice -------------------------------------------------------------------
-
-
-def runner_workers(client: Any, runner_pid: int) -> set[str]:
-    """The cluster ids of the runner's worker processes."""
-    return {key.decode().rsplit(":", 1)[1] for key in client.scan_iter("hubcollect:proc:*")
-            if json.loads(client.get(key) or "{}").get("runner_pid") == runner_pid}
 
 
 def held_search_leases(client: Any, workers: set[str]) -> int:

@@ -44,8 +44,8 @@ from runner.ops.joblock import exclusive_or_skip
 from runner.usage import INTERRUPTED
 from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
-from scraper.items import utc_stamp
 from scraper.layout import DataLayout
+from scraper.stamps import utc_stamp
 
 PROG = f"{RUNNER} catalog"
 CHUNK = 2000
@@ -102,6 +102,8 @@ MERGE_SQL = (
     "WHERE url IN (SELECT url FROM temp.docs) GROUP BY url) a "
     "JOIN docs_versions v ON v.url = a.url AND v.first_seen = a.last_changed "
     "ORDER BY v.content_hash",  # a tie: the greatest hash is written last, and kept
+    # In the same transaction: the docs feeds redo these pages' entries, and only these.
+    "INSERT OR IGNORE INTO docs_feed_pending SELECT DISTINCT url, content_hash FROM temp.docs",
     "DELETE FROM temp.docs",
 )
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from runner.dataset.llms import site_of
 from runner.dataset.schema import connect
 from scraper.config import CollectorConfig
+from scraper.docsites import site_prefix
 from scraper.layout import DataLayout
-from scraper.parsers.docs import site_prefix
 
 _LATEST = (
     "SELECT p.url, c.code_blocks, c.code_blocks_exact FROM docs_pages p JOIN docs_contents c "

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from scraper.parsers.docs import site_prefix
+from scraper.docsites import site_prefix
 
 TOKEN_ESTIMATE = "ceil(characters / 4)"
 SUMMARY_CHARS = 200

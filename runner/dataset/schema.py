@@ -234,6 +234,22 @@ TABLES: tuple[Table, ...] = (
         ("limit_n", "INTEGER", "requests per window"),
         ("remaining", "INTEGER", "requests left in the window"),
     ), key=("measured_at", "resource", "identity"), data=False),
+    Table("docs_feed_entries", "The entries each docs feed shows, as last written", (
+        ("site", "TEXT NOT NULL", "the feed's site prefix"),
+        ("url", "TEXT NOT NULL", "the page"),
+        ("content_hash", "TEXT NOT NULL", "the new content"),
+        ("first_seen", "TEXT NOT NULL", "when that content was first collected"),
+        ("title", "TEXT", "the page's title with it"),
+        ("summary", "TEXT NOT NULL", "lines added and removed"),
+        ("diff", "TEXT NOT NULL", "the unified diff the entry shows"),
+    ), key=("site", "url", "content_hash"), data=False),
+    Table("docs_feed_pending", "Docs contents loaded since the feeds were written", (
+        ("url", "TEXT NOT NULL", "the page"),
+        ("content_hash", "TEXT NOT NULL", "the content"),
+    ), key=("url", "content_hash"), data=False),
+    Table("docs_feed_state", "What the docs feeds were last written from", (
+        ("sites", "TEXT NOT NULL", "the configured site prefixes, one a line"),
+    ), key=("sites",), data=False),
 )
 TABLE_BY_NAME = {table.name: table for table in TABLES}
 DATA_TABLES = tuple(table.name for table in TABLES if table.data)

@@ -26,7 +26,8 @@ from scraper.layout import DataLayout
 
 PROG = f"{RUNNER} view"
 CANNED_LIMIT = 100
-BOOKKEEPING_TABLES = ("loaded_files", "size_samples", "budget_samples")
+BOOKKEEPING_TABLES = ("loaded_files", "size_samples", "budget_samples", "docs_feed_entries",
+                      "docs_feed_pending", "docs_feed_state")
 """The catalog's own records: hidden in Datasette (listed under its hidden tables, after the
 data), so the first tables a visitor sees are the collected ones."""
 

@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from scraper.config import CollectorConfig
-from scraper.extensions.logrotate import open_log
 from scraper.layout import DataLayout
 
 WEBHOOK_TIMEOUT = 3.0
@@ -112,6 +111,10 @@ def log_to_runner_log(layout: DataLayout, name: str, level: int, message: str) -
     Appends are atomic for a line this short, so it interleaves cleanly with the runner's own
     writes. A log that cannot be written is ignored: the caller's job matters more.
     """
+    # Here, not at the top: the extension's module imports Scrapy, which the commands that
+    # only read the data dir (catalog, status, watchdog) would otherwise pay at every start.
+    from scraper.extensions.logrotate import open_log
+
     record = logging.LogRecord(name, level, __file__, 0, message, None, None)
     try:
         layout.logs_dir.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scrapy.settings import BaseSettings
+if TYPE_CHECKING:  # the runner's status and catalog read budgets without Scrapy
+    from scrapy.settings import BaseSettings
 
 ANONYMOUS = "anonymous"
 

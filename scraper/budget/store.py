@@ -34,12 +34,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
-
-from scrapy.settings import BaseSettings
+from typing import TYPE_CHECKING, Any
 
 from scraper.budget.limits import MAX_WAIT, PauseDecision, RateHeaders, pause_for
 from scraper.stores.sqlite import open_store, transaction
+
+if TYPE_CHECKING:  # the runner's status and catalog read budgets without Scrapy
+    from scrapy.settings import BaseSettings
 
 KIND = "budget"
 VERSION = 2

@@ -30,6 +30,7 @@ from scraper.outcome import (
     FIRST_ERROR,
     ok_answers,
     response_classes,
+    robots_requests,
 )
 from scraper.statefile import WorkerRecord, read_worker, write_worker
 
@@ -99,7 +100,7 @@ class WorkerState:
         now = time.time()
         if ok:
             failed_rounds = 0  # data flows again, whether or not the round has ended
-        elif self.finished is not None and requests:
+        elif self.finished is not None and requests > robots_requests(stats):
             failed_rounds += 1
         items = stats.get("item_scraped_count", 0)
         empty, empty_url = stats.get(EMPTY_LISTINGS, 0), stats.get(EMPTY_LISTING_URL)

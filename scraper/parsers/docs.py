@@ -13,6 +13,7 @@ from lxml import etree
 from parsel import Selector
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
+from scraper.docsites import site_prefix as site_prefix  # where the spiders import it from
 from scraper.parsers.markdown import classes, convert
 from scraper.versions import url_version
 
@@ -216,15 +217,6 @@ def extract_page(selector: Selector, page_url: str = "",
     return DocPage(title, page.headings, page.text, page.markdown, *meta,
                    page.fidelity.code_blocks, page.fidelity.code_blocks_exact,
                    page_version(selector, page_url))
-
-
-def site_prefix(start_url: str) -> str:
-    """The URL prefix a docs site lives under: its start URL up to the last ``/`` of the path."""
-    url, _ = urldefrag(start_url)
-    parts = urlsplit(url)
-    path = parts.path or "/"
-    directory = path[: path.rfind("/") + 1]
-    return f"{parts.scheme}://{parts.netloc}{directory}"
 
 
 def follow_links(selector: Selector, page_url: str, prefix: str) -> Iterator[str]:
