@@ -212,6 +212,10 @@ class DataLayout:
         return self.state_dir / "shipped"
 
     @property
+    def box_id_file(self) -> Path:
+        return self.state_dir / "box-id"
+
+    @property
     def dataset_role(self) -> Path:
         return self.state_dir / "dataset-box.json"
 

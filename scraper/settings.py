@@ -299,8 +299,9 @@ REDIS_KEY_PREFIX = "hubcollect"  # every key starts with it: collectors can shar
 DISTRIBUTED_HEARTBEAT_INTERVAL = 2.0
 """Seconds between a worker's heartbeats (busy marker, process key, write-behind flush)."""
 DISTRIBUTED_CLAIM_TTL = 600
-"""Seconds a content hash stays claimed by a worker that has not confirmed it (a dead worker's
-claims free the content for the others after this long)."""
+"""Seconds a content hash's claim is kept at most while its worker has not confirmed it; a claim
+counts only while that worker's busy marker lives, so a dead worker's claims free the content for
+the others after DISTRIBUTED_LEASE; this only bounds how long the claim key stays in Redis."""
 DISTRIBUTED_LEASE = 15.0
 """Seconds a worker's leases outlive its last heartbeat: the requests a killed (or cut off) box
 had taken from the shared queue go back to it this long after it stopped answering."""
@@ -310,6 +311,10 @@ AutoThrottle's delay) between two, for the whole cluster (scraper/distributed/po
 not per worker."""
 DISTRIBUTED_DOWNLOAD_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 """The handler that sends http(s) requests once the cluster gave them their turn."""
-DISTRIBUTED_SHIP_MAX_BYTES = 256 * 1024 * 1024
-"""Bytes of closed item segments (gzip) Redis may hold for the dataset box to drain: past it a
-box keeps its segments on disk and ships them later (scraper/distributed/shipping.py)."""
+DISTRIBUTED_SHIP_MAX_BYTES = 2 * ITEMSTORE_SEGMENT_BYTES
+"""Bytes of closed item segments Redis may hold for the dataset box to drain, uploads begun
+included (each counted at its size on disk): past it a box keeps its segments on disk and ships
+them later (scraper/distributed/shipping.py). Redis holds at most this, or one segment larger
+than it alone. Twice a full segment, so one goes while another waits to be drained. The counter
+is the cluster's, each spider's uploads held to its own value: Redis holds at most the largest
+value of any spider on any box, so set one value everywhere."""

@@ -277,7 +277,8 @@ def test_three_boxes_one_catalog_every_item_once(
 
 
 def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
-        tmp_path: Path, redis_url: str) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    from runner.dataset.access import existing_catalog
     from runner.dataset.gather import gather
     from scraper.config import CollectorConfig
     from scraper.layout import DataLayout
@@ -302,6 +303,11 @@ def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
     here, said = run("a", take_over=True)
     assert here and "in place of" in said[0] and said[-1].startswith("catalog: received 0")
     assert not run("b")[0]  # b hears it is a's now
+    # export, report, feeds and view on b say where the dataset is, not "run catalog first".
+    assert existing_catalog(DataLayout(tmp_path / "b"), "export") is None
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and f":{(tmp_path / 'a').resolve()}" in said, said
+    assert said.startswith("export: no catalog here; the cluster's dataset is built on ")
     # Redis away: each box still knows its part from the last answer it had.
     down = "redis://127.0.0.1:1/0"
     here, said = run("a", url=down)
@@ -309,3 +315,248 @@ def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
     here, said = run("b", url=down)
     assert not here and len(said) == 1 and "is unreachable" in said[0], said
     assert f":{(tmp_path / 'a').resolve()}" in said[0]
+
+
+def add_segment(layout: Any, stamp: str) -> str:
+    name = f"docs-0of1-{stamp}.jsonl"
+    (layout.items_dir("docs") / name).write_text(
+        "".join(json.dumps({"url": f"http://h/{stamp}/{n}"}) + "\n" for n in range(20)))
+    return name
+
+
+def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+    client = redis_server.client()
+    a, b = box(tmp_path, "a", redis_url), box(tmp_path, "b", redis_url)
+    segments = write_segments(b["layout"], 2, 4)
+    claim(a)
+    assert b["shipper"].ship().shipped == 2
+    # Redis restarted from an older snapshot (or failed over, or flushed) before the drain: the
+    # queue and the dataset box's record are gone; the user runs catalog on A again.
+    client.flushall()
+    assert b["shipper"].ship().lost == 2  # no dataset box known now: shipped again for it
+    claim(a)
+    again = b["shipper"].ship()
+    assert (again.lost, again.shipped) == (0, 0)  # the same dataset box: nothing more
+    assert drain_into(a).received == 2
+    settled = b["shipper"].ship()  # the confirmations are popped into the ledger
+    assert (settled.confirmed, settled.lost, settled.shipped) == (2, 0, 0)
+    assert client.llen("hubcollect:dataset:confirmed:b:docs") == 0  # consumed: bounded
+
+    # A confirmation lost (Redis rolled back after the drain): shipped again, skipped, once.
+    segments[add_segment(b["layout"], "20260120T000000Z")] = b""
+    assert b["shipper"].ship().shipped == 1
+    assert drain_into(a).received == 1
+    client.delete("hubcollect:dataset:confirmed:b:docs")
+    lost = b["shipper"].ship()
+    assert (lost.lost, lost.shipped) == (1, 1)
+    assert (drain_into(a).received, b["shipper"].ship().confirmed) == (0, 1)
+    quiet = b["shipper"].ship()
+    assert (quiet.shipped, quiet.lost, quiet.confirmed) == (0, 0, 0)
+    assert sorted(received(a["layout"])) == sorted(f"b--{name}.gz" for name in segments)
+    assert redis_holds(client) == (0, 0, [])
+    # An entry whose segment Redis lost (the queue restored, the segment not) leaves the queue.
+    client.rpush("hubcollect:dataset:queue", "docs/b--docs-0of1-20260131T000000Z.jsonl.gz")
+    assert drain_into(a).received == 0 and redis_holds(client) == (0, 0, [])
+    # A confirmation from a dataset box this box no longer ships to counts for nothing.
+    client.rpush("hubcollect:dataset:confirmed:b:docs", "someone docs-0of1-20260130T000000Z")
+    assert b["shipper"].ship().confirmed == 0
+
+    # items_keep_days on b: old compressed segments the dataset box confirmed go, no other.
+    import os
+
+    from runner.dataset.gather import remove_confirmed_segments
+
+    directory = b["layout"].items_dir("docs")
+    for name in ("docs-0of1-20260100T000000Z.jsonl", "docs-0of1-20260101T000000Z.jsonl"):
+        (directory / f"{name}.gz").write_bytes(gzip.compress((directory / name).read_bytes()))
+        (directory / name).unlink()
+        os.utime(directory / f"{name}.gz", (1, 1))
+    unconfirmed = add_segment(b["layout"], "20260121T000000Z")
+    (directory / f"{unconfirmed}.gz").write_bytes(b"")
+    os.utime(directory / f"{unconfirmed}.gz", (1, 1))
+    assert remove_confirmed_segments(b["layout"], 1) == 2
+    assert (directory / f"{unconfirmed}.gz").exists()
+    # The ledger forgets what left the disk: it grows with what the box keeps, not its history.
+    b["shipper"].ship()
+    ledger = b["shipper"].ledger
+    assert "docs-0of1-20260100T000000Z.jsonl" not in ledger.names() | ledger.confirmed()
+    assert "docs-0of1-20260120T000000Z.jsonl" in ledger.confirmed()
+
+
+def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+    import shutil
+
+    from runner.dataset.gather import gather
+    from scraper.config import CollectorConfig
+    from scraper.distributed.boxid import Box, BoxIdClash, legacy_id
+    from scraper.distributed.connection import RedisLink
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.shipping import ENTRY_RE, Shipper, entry_name
+    from scraper.layout import DataLayout
+
+    first = DataLayout(tmp_path / "a")
+    mine = Box.here(first)
+    assert Box.here(first) == mine  # kept: a restart is the same box
+    assert ENTRY_RE.fullmatch(entry_name("docs", mine.id, "docs-0of1-20260101T000000Z.jsonl"))
+    # Same host, same path (a cloned image started fresh): its own id, drawn at random.
+    shutil.rmtree(first.state_dir)
+    assert Box.here(first).id != mine.id
+    # A box that shipped before ids were drawn keeps its old one (its role, its ledgers).
+    legacy = DataLayout(tmp_path / "legacy")
+    legacy.shipped_dir.mkdir(parents=True)
+    assert Box.here(legacy).id == legacy_id(mine.name.split(":")[0], legacy.root)
+
+    # state/ copied to another data dir: the id is the same, Redis knows it is another box's.
+    keys = Keys()
+    original = Box.here(first)
+    original.register(redis_server.client(), keys.dataset_ids)
+    copy = DataLayout(tmp_path / "copy")
+    shutil.copytree(first.state_dir, copy.state_dir)
+    twin = Box.here(copy)
+    assert twin.id == original.id
+    renamed = Box(original.id, "renamed-host:" + original.name.partition(":")[2])
+    renamed.register(redis_server.client(), keys.dataset_ids)  # a renamed host: the same box
+    with pytest.raises(BoxIdClash) as clash:
+        twin.register(redis_server.client(), keys.dataset_ids)
+    said = str(clash.value)
+    assert "state/box-id" in said and str(first.root.resolve()) in said and "\n" not in said
+    write_segments(copy, 1, 5)
+    with pytest.raises(BoxIdClash):
+        Shipper(RedisLink(redis_url), keys, copy, "docs", max_bytes=1 << 30).ship()
+    assert redis_holds(redis_server.client())[1] == 0  # the twin shipped nothing
+    out: list[str] = []
+    config = CollectorConfig(data_dir=copy.root, redis_url=redis_url)
+    assert not gather(config, copy, take_over=True, scheduled=False, say=out.append,
+                      warn=out.append)
+    assert len(out) == 1 and "state/box-id" in out[0], out
+    assert redis_server.client().get(keys.dataset_box) is None  # no take-over by a twin
+    (copy.box_id_file).unlink()  # what the line says to do: the copy draws its own id
+    assert gather(config, copy, take_over=True, scheduled=False, say=out.append,
+                  warn=out.append)
+
+
+def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
+        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from runner.dataset.gather import choose, gather
+    from scraper.config import CollectorConfig
+    from scraper.distributed.keys import Keys
+    from scraper.distributed.shipping import Box, SegmentShipper
+    from scraper.layout import DataLayout
+    from tests.incrawler import PlainSpider, project_crawler
+
+    client, keys = redis_server.client(), Keys()
+
+    def catalog(name: str, url: str = redis_url, take_over: bool = False) -> list[str]:
+        said: list[str] = []
+        config = CollectorConfig(data_dir=tmp_path / name, redis_url=url)
+        gather(config, DataLayout(config.data_dir), take_over=take_over, scheduled=False,
+               say=said.append, warn=said.append)
+        return said
+
+    # An unusable state/: said before Redis is told of a take-over.
+    (tmp_path / "file").mkdir()
+    (tmp_path / "file" / "state").write_text("not a directory")
+    said = catalog("file", take_over=True)
+    assert len(said) == 1 and "state" in said[0] and "writable directory" in said[0], said
+    assert client.get(keys.dataset_box) is None
+    # A record someone wrote by hand: a take-over replaces it.
+    client.set(keys.dataset_box, "{not json")
+    assert choose(client, keys, Box("t", "t:/t"), take_over=True, scheduled=False)[1] is None
+    # A wrong password says so.
+    client.config_set("requirepass", "right")
+    try:
+        said = catalog("pw", url=redis_url.replace("redis://", "redis://:wrong@"))
+    finally:
+        import redis
+
+        redis.Redis.from_url(redis_url.replace("redis://", "redis://:right@")).config_set(
+            "requirepass", "")
+    assert len(said) == 1 and "refused the password" in said[0] and "wrong" not in \
+        said[0].split("redis://")[1].split(" ")[0], said
+
+    # The worker's shipper: a state dir it cannot write, Redis answering an error.
+    crawler = project_crawler(PlainSpider, REDIS_URL=redis_url, ITEMSTORE_ENABLED=True,
+                              COLLECTOR_DATA_DIR=str(tmp_path / "w"))
+    shipper = SegmentShipper.from_crawler(crawler)
+    layout = DataLayout(tmp_path / "w")
+    layout.state_dir.mkdir(parents=True)
+    layout.shipped_dir.write_text("a file")
+    with caplog.at_level(logging.INFO, logger="scraper.distributed"):
+        shipper.spider_closed()
+        layout.shipped_dir.unlink()
+        client.set(keys.dataset_ids, "not a hash")
+        shipper.spider_closed()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 2 and not any(r.exc_info for r in caplog.records), caplog.text
+    assert "state dir must be writable" in errors[0].getMessage()
+    assert "Redis answered ResponseError" in errors[1].getMessage()
+    # A file no entry can name is said once, not at every round's end.
+    client.delete(keys.dataset_ids)
+    layout.items_dir("t").mkdir(parents=True)
+    (layout.items_dir("t") / "a copy.jsonl").write_text("{}\n")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="scraper.distributed"):
+        for _ in range(2):
+            SegmentShipper.from_crawler(crawler).spider_closed()  # a worker process per round
+    assert caplog.text.count("their names are not segment names") == 1, caplog.text
+
+
+def test_an_upload_reserves_its_room_so_boxes_uploading_together_stay_under_the_cap(
+        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import scraper.distributed.shipping as shipping
+
+    client = redis_server.client()
+    size = len(write_segments(box(tmp_path, "probe", redis_url)["layout"], 1, 6)[
+        "docs-0of1-20260100T000000Z.jsonl"])
+    cap = int(size * 1.5)  # one segment, not two
+    b, c = box(tmp_path, "b", redis_url, cap), box(tmp_path, "c", redis_url, cap)
+    write_segments(b["layout"], 1, 7)
+    write_segments(c["layout"], 1, 8)
+    real_chunks = shipping.compressed_chunks
+    during: list[Any] = []
+
+    def c_ships_meanwhile(path: Path) -> Any:
+        if not during:  # b's upload has begun, not committed: c's must wait for room
+            during.append(c["shipper"].ship())
+        yield from real_chunks(path)
+
+    monkeypatch.setattr(shipping, "compressed_chunks", c_ships_meanwhile)
+    assert b["shipper"].ship().shipped == 1
+    assert (during[0].shipped, during[0].refused) == (0, 1)
+    held = redis_holds(client)[0]
+    assert 0 < held <= cap
+
+    # An upload killed mid-way holds its room until it lapses, then gives it back.
+    claim(box(tmp_path, "a", redis_url))
+    drain_into(box(tmp_path, "a", redis_url))
+    assert redis_holds(client)[0] == 0
+
+    def killed(path: Path) -> Any:
+        raise Killed
+        yield b""
+
+    monkeypatch.setattr(shipping, "compressed_chunks", killed)
+    with pytest.raises(Killed):
+        c["shipper"].ship()
+    assert redis_holds(client)[0] > 0  # reserved
+    monkeypatch.setattr(shipping, "compressed_chunks", real_chunks)
+    assert c["shipper"].ship().shipped == 1  # its own restart takes its reservation back first
+    drain_into(box(tmp_path, "a", redis_url))
+    assert redis_holds(client)[0] == 0 and not client.hlen("hubcollect:dataset:reserved")
+    write_segments(b["layout"], 2, 9)
+    monkeypatch.setattr(shipping, "compressed_chunks", killed)
+    with pytest.raises(Killed):
+        b["shipper"].ship()
+    monkeypatch.setattr(shipping, "compressed_chunks", real_chunks)
+    (field, value), = client.hgetall("hubcollect:dataset:reserved").items()
+    client.hset("hubcollect:dataset:reserved", field, value.split()[0] + b" 1")  # an hour on
+    add_segment(c["layout"], "20260120T000000Z")  # would not fit beside b's reservation
+    assert c["shipper"].ship().shipped == 1  # it lapsed: its room is back
+    assert redis_holds(client)[0] == len(gzip.compress(
+        (c["layout"].items_dir("docs") / "docs-0of1-20260120T000000Z.jsonl").read_bytes(), 6))

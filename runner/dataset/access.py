@@ -19,6 +19,12 @@ def existing_catalog(layout: DataLayout, prog: str) -> Path | None:
     path = layout.catalog_db
     if path.exists():
         return path
+    from runner.dataset.gather import known_elsewhere
+
+    elsewhere = known_elsewhere(layout)
+    if elsewhere:  # a box of a cluster: the dataset is on another one
+        print(f"{prog}: no catalog here; " + elsewhere.removeprefix("catalog: "), file=sys.stderr)
+        return None
     print(f"{prog}: no catalog at {path}: run 'python -m runner catalog' first",
           file=sys.stderr)
     return None

@@ -22,7 +22,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -239,10 +239,15 @@ def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
     Only compressed ones (the user chose to keep items small) and only once loaded: what the
     catalog has not read is never removed, and the catalog's own history never goes.
     """
+    rows = conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'")
+    return remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
+
+
+def remove_older(paths: Iterable[Path], keep_days: int, now: float | None = None) -> int:
+    """Remove those of ``paths`` not modified for ``keep_days``; how many went."""
     cutoff = (time.time() if now is None else now) - keep_days * 86400
     removed = 0
-    for rel, in conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'"):
-        path = layout.items_root / rel
+    for path in paths:
         try:
             if path.stat().st_mtime < cutoff:
                 path.unlink()
@@ -420,6 +425,13 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
 
         if not gather(config, layout, take_over=args.take_over, scheduled=args.scheduled,
                       say=print, warn=_stderr):
+            if config.items_keep_days:  # what the dataset box has is not kept twice
+                from runner.dataset.gather import remove_confirmed_segments
+
+                try:
+                    remove_confirmed_segments(layout, config.items_keep_days)
+                except OSError as exc:
+                    _stderr(f"{exc.filename or layout.items_root}: {exc.strerror}")
             return 0
     try:
         result = build_catalog(layout, config)

@@ -31,12 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from scraper.config import CollectorConfig
-from scraper.distributed.defaults import CONNECT_TIMEOUT, SOCKET_TIMEOUT
+from scraper.distributed.boxid import ID_RE, Box, BoxIdClash
+from scraper.distributed.defaults import SOCKET_TIMEOUT
 from scraper.distributed.keys import Keys
-from scraper.distributed.shipping import DONE, ENTRY_RE, Box, chunk_field, dataset_box
+from scraper.distributed.registry import quick_client
+from scraper.distributed.shipping import DONE, ENTRY_RE, Ledger, chunk_field, dataset_box
 from scraper.layout import DataLayout
 from scraper.pidlock import exclusive_or_skip
-from scraper.statefile import read_json, write_json_atomic
+from scraper.settings import REDIS_KEY_PREFIX
+from scraper.statefile import private_dirs, read_json, write_json_atomic
 from scraper.urlmask import mask_url
 
 TEMP_PREFIX = "."
@@ -73,7 +76,7 @@ def choose(client: Any, keys: Keys, box: Box, *, take_over: bool, scheduled: boo
     mine = {"id": box.id, "name": box.name, "since": time.time()}
     if take_over:
         old = client.set(keys.dataset_box, json.dumps(mine), get=True)
-        before = json.loads(old) if old else None
+        before = _record(old)
         return mine, before if before and before.get("id") != box.id else None
     current = dataset_box(client, keys)
     if current is None and not scheduled:
@@ -81,6 +84,16 @@ def choose(client: Any, keys: Keys, box: Box, *, take_over: bool, scheduled: boo
             return mine, None
         current = dataset_box(client, keys)
     return current, None
+
+
+def _record(raw: bytes | None) -> dict[str, Any] | None:
+    """A dataset box's record as Redis held it; None when there was none or it was no record
+    (a value someone wrote by hand: nothing to name)."""
+    try:
+        record = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def loaded_in_catalog(db: Path) -> Callable[[str], bool]:
@@ -120,18 +133,25 @@ def drain(client: Any, keys: Keys, layout: DataLayout, box: Box,
             continue
         rel = entry
         target = layout.items_root / rel
+        shipper, file = (v.decode("utf-8", "replace") if v else "" for v in
+                         client.hmget(seg, ["from", "file"]))
         if match["origin"] == box.id or _here(target, rel, loaded):
             result.skipped += 1
         else:
             try:
                 size = _receive(client, seg, target)
-            except EntryGone:
-                result.skipped += 1
+            except EntryGone:  # drained by another, or lost by Redis: its box ships it again
+                done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
                 continue
             result.received += 1
             result.bytes += size
             result.boxes.add(match["origin"])
-        done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
+        if file and ID_RE.fullmatch(shipper):  # on disk here: the box that shipped it hears so
+            done(keys=[keys.dataset_bytes, seg, keys.dataset_queue,
+                       keys.dataset_confirmed(shipper, match["spider"])],
+                 args=[raw, f"{box.id} {file}"])
+        else:
+            done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
     return result
 
 
@@ -174,18 +194,31 @@ def _receive(client: Any, seg: str, target: Path) -> int:
 def gather(config: CollectorConfig, layout: DataLayout, *, take_over: bool, scheduled: bool,
            say: Say, warn: Say) -> bool:
     """Before a catalog build in the distributed mode: True when this box builds the cluster's
-    catalog (after draining what was shipped to it), False after saying where it is built."""
+    catalog (after draining what was shipped to it), False after saying where it is built or
+    why it cannot say."""
     assert config.redis_url
     import redis
 
-    keys = Keys()
-    box = Box.here(layout.root)
-    client = redis.Redis.from_url(config.redis_url, socket_timeout=SOCKET_TIMEOUT,
-                                  socket_connect_timeout=CONNECT_TIMEOUT)
+    keys = Keys(REDIS_KEY_PREFIX)
+    try:  # every local check before Redis is told anything
+        private_dirs(layout.shipped_dir)
+        box = Box.here(layout)
+    except OSError as exc:
+        say(f"catalog: {exc.filename or layout.state_dir}: {exc.strerror or exc}; the state "
+            "dir must be a writable directory (data_dir/state)")
+        return False
+    client = quick_client(config.redis_url, SOCKET_TIMEOUT)  # a 1 MB chunk per command
     try:
         return _gather(client, keys, box, layout, take_over, scheduled, say, warn)
+    except BoxIdClash as exc:
+        say(f"catalog: {exc}")
+        return False
+    except OSError as exc:
+        say(f"catalog: {exc.filename or layout.state_dir}: {exc.strerror or exc}; what was "
+            "shipped stays in Redis for the next run")
+        return False
     except redis.exceptions.RedisError as exc:
-        why = f"Redis {mask_url(config.redis_url)} is unreachable ({type(exc).__name__})"
+        why = _redis_trouble(config.redis_url, exc)
         known = read_json(layout.dataset_role) or {}
         if known.get("id") == box.id:
             warn(f"{why}: built from the segments already here; what was shipped comes next "
@@ -197,8 +230,22 @@ def gather(config: CollectorConfig, layout: DataLayout, *, take_over: bool, sche
         client.close()
 
 
+def _redis_trouble(url: str, exc: Exception) -> str:
+    import redis
+
+    where = f"Redis {mask_url(url)}"
+    if isinstance(exc, redis.exceptions.AuthenticationError) or "WRONGPASS" in str(exc) \
+            or "NOAUTH" in str(exc):
+        return (f"{where} refused the password of redis_url (wrong or missing: the one in "
+                "its requirepass or ACL)")
+    if isinstance(exc, redis.exceptions.ResponseError):
+        return f"{where} answered an error ({str(exc)[:80]})"
+    return f"{where} is unreachable ({type(exc).__name__})"
+
+
 def _gather(client: Any, keys: Keys, box: Box, layout: DataLayout, take_over: bool,
             scheduled: bool, say: Say, warn: Say) -> bool:
+    box.register(client, keys.dataset_ids)
     current, replaced = choose(client, keys, box, take_over=take_over, scheduled=scheduled)
     if current is not None:
         write_json_atomic(layout.dataset_role, current)
@@ -219,6 +266,32 @@ def _gather(client: Any, keys: Keys, box: Box, layout: DataLayout, take_over: bo
             warn(f"{exc.filename or layout.items_root}: {exc.strerror}; the segments not "
                  "drained yet stay in Redis for the next run")
     return True
+
+
+def remove_confirmed_segments(layout: DataLayout, keep_days: int,
+                              now: float | None = None) -> int:
+    """``items_keep_days`` on a box that does not build the dataset: remove its ``.jsonl.gz``
+    segments older than ``keep_days`` that the dataset box confirmed it has (the rule of the
+    dataset box's catalog, where "loaded" is "confirmed"); returns how many."""
+    from runner.dataset.build import remove_older
+
+    spiders = (listing.name.removesuffix(".confirmed")
+               for listing in sorted(layout.shipped_dir.glob("*.confirmed")))
+    return remove_older((layout.items_dir(spider) / f"{name}.gz" for spider in spiders
+                         for name in Ledger(layout, spider).confirmed()), keep_days, now)
+
+
+def known_elsewhere(layout: DataLayout) -> str | None:
+    """Without Redis: the line ``catalog`` said last on a box that does not build the cluster's
+    dataset (from ``state/dataset-box.json``), or None when this box builds it or never asked."""
+    known = read_json(layout.dataset_role)
+    try:
+        mine = layout.box_id_file.read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        mine = ""
+    if not known or known.get("id") == mine:
+        return None
+    return _elsewhere(known, None)
 
 
 def _elsewhere(current: dict[str, Any] | None, why: str | None) -> str:

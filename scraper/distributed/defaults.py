@@ -41,3 +41,13 @@ write is refused), so one stuck process never stops the cluster's GitHub request
 # --- runners -------------------------------------------------------------------------------------
 RUNNER_BEAT_INTERVAL = 5.0
 RUNNER_TTL = 30.0
+
+# --- the cluster's dataset -----------------------------------------------------------------------
+SHIP_CHUNK_BYTES = 1024 * 1024
+"""Compressed bytes per upload command (and per read of the drain): one segment never sits
+whole in a worker's memory, nor one command for longer than a socket timeout."""
+UPLOAD_TTL = 3600
+"""An upload a killed box left half-done lapses after this long, with the room it reserved
+under the cap (a restart begins it again)."""
+SHIP_PASS_SECONDS = 30.0
+"""A worker's close ships for at most this long; what is left goes at its next round's end."""

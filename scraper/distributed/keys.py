@@ -43,7 +43,14 @@ Redis can serve several collectors (or test runs) side by side::
                                              chunks
     {p}:dataset:upload:{box}:{entry}   hash  a segment being shipped by a box (TTL: a killed
                                              upload lapses)
-    {p}:dataset:bytes                  str   bytes of the shipped segments Redis holds
+    {p}:dataset:bytes                  str   bytes of the shipped segments Redis holds, and of
+                                             the uploads begun (reserved at their begin)
+    {p}:dataset:reserved               hash  upload key → "{bytes} {deadline}": room taken by
+                                             an upload begun, given back at its commit or
+                                             when it lapses
+    {p}:dataset:ids                    hash  box id → the data dir (path, machine id) that drew it
+    {p}:dataset:confirmed:{box}:{spider} list  "{dataset box} {segment}" the dataset box has
+                                             written to disk, popped by the box that shipped it
 
 Times written into Redis for cluster decisions (rounds, busy markers) come from Redis's own
 clock (``TIME`` inside Lua), so machines with skewed clocks still agree.
@@ -205,3 +212,14 @@ class Keys:
 
     def dataset_upload(self, box: str, entry: str) -> str:
         return f"{self.prefix}:dataset:upload:{box}:{entry}"
+
+    @property
+    def dataset_reserved(self) -> str:
+        return f"{self.prefix}:dataset:reserved"
+
+    @property
+    def dataset_ids(self) -> str:
+        return f"{self.prefix}:dataset:ids"
+
+    def dataset_confirmed(self, box: str, spider: str) -> str:
+        return f"{self.prefix}:dataset:confirmed:{box}:{spider}"

@@ -31,14 +31,13 @@ def mask(url: str) -> str:
     return mask_url(url)
 
 
-def quick_client(url: str) -> Any:
+def quick_client(url: str, timeout: float = QUICK_TIMEOUT) -> Any:
     """A short-lived client with short timeouts and no retries (close it after use)."""
     import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    return redis.Redis.from_url(url, socket_timeout=QUICK_TIMEOUT,
-                                socket_connect_timeout=QUICK_TIMEOUT,
+    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
                                 retry=Retry(NoBackoff(), 0))
 
 

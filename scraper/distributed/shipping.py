@@ -7,33 +7,35 @@ a consumer, with whole closed segments as the entries instead of one item each:
 
 * **Only closed segments**: ``.jsonl`` / ``.jsonl.gz`` files of ``items/{spider}/``, which are
   never written again (:mod:`pipelines.segments`); an open ``.part`` or a ``.tmp`` never.
-* **Bounded**: a segment is uploaded gzip-compressed, in chunks of :data:`CHUNK_BYTES`, to
+* **Bounded**: a segment's upload begins by reserving its size on disk in ``{p}:dataset:bytes``
+  — only while that total is under ``DISTRIBUTED_SHIP_MAX_BYTES``, or zero — so Redis holds at
+  most the cap, or one segment larger than it. It is uploaded gzip-compressed in chunks to
   ``{p}:dataset:upload:{box}:{entry}`` and committed to ``{p}:dataset:seg:{entry}`` + the queue
-  ``{p}:dataset:queue`` by one script that adds its size to ``{p}:dataset:bytes``. A segment
-  is only begun while that total is under ``DISTRIBUTED_SHIP_MAX_BYTES`` (or Redis holds none):
-  a refused one stays on disk, untouched, and goes at a later round's end. So while the
-  dataset box is down, Redis holds at most the cap plus the segments being uploaded then.
-* **Nothing lost, nothing twice**: the box's ledger (``state/shipped/{spider}.list``, one name
-  a line, appended and fsynced after the commit answered) says what went; a kill before the
-  append ships the segment again, and the dataset box skips an entry whose file it has. When
-  the dataset box changes (``catalog --take-over``) the ledger starts over, so the new one
-  receives every box's segments — the old dataset box's included, with those it had received:
-  an entry keeps the name of the box that wrote it (``{origin}--{segment}``), so nothing comes
-  back to its own box and nothing is written twice.
+  ``{p}:dataset:queue`` by one script (the reservation becomes the segment's count). A refused
+  one stays on disk, untouched, and goes at a later round's end.
+* **Nothing lost, nothing twice**: the box's ledger (``state/shipped/{spider}.list``, appended
+  and fsynced after the commit answered) says what went; a kill before the append ships the
+  segment again, and the dataset box skips an entry whose file it has. The drain confirms each
+  entry it wrote to disk (``{p}:dataset:confirmed:{box}:{spider}``, in the step that removes it
+  from Redis); the box pops that into ``{spider}.confirmed``. A shipped entry that is neither
+  in Redis nor confirmed was lost by Redis (an older snapshot, a failover, a flush): shipped
+  again. When the dataset box changes (``catalog --take-over``) the ledger starts over, so the
+  new one receives every box's segments — the old dataset box's included, with those it had
+  received: an entry keeps the name of the box that wrote it (``{origin}--{segment}``), so
+  nothing comes back to its own box and nothing is written twice.
 
 Shipping runs at the end of each round in the worker (:class:`SegmentShipper`, after the item
 store closed its segment), one worker of a spider per box at a time (a lock), for at most
-:data:`PASS_SECONDS`. The dataset box ships nothing: its catalog reads its own segments.
+``SHIP_PASS_SECONDS``. The dataset box ships nothing: its catalog reads its own segments.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import logging
 import os
 import re
-import socket
 import time
 import zlib
 from collections.abc import Iterator
@@ -45,7 +47,9 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from scraper.distributed.boxid import Box, BoxIdClash
 from scraper.distributed.connection import RedisLink, RedisUnavailable, get_link
+from scraper.distributed.defaults import SHIP_CHUNK_BYTES, SHIP_PASS_SECONDS, UPLOAD_TTL
 from scraper.distributed.keys import Keys
 from scraper.layout import DataLayout
 from scraper.pidlock import exclusive_or_skip
@@ -53,13 +57,6 @@ from scraper.statefile import open_private, private_dirs, write_atomic
 
 logger = logging.getLogger("scraper.distributed")
 
-CHUNK_BYTES = 1024 * 1024
-"""Compressed bytes per upload command (and per read of the drain): one segment never sits
-whole in a worker's memory, nor one command for longer than a socket timeout."""
-UPLOAD_TTL = 3600
-"""An upload a killed box left half-done lapses after this long (a restart begins it again)."""
-PASS_SECONDS = 30.0
-"""A worker's close ships for at most this long; what is left goes at its next round's end."""
 CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
 SHIPPED_SUFFIX = ".jsonl.gz"
 SEPARATOR = "--"
@@ -71,32 +68,60 @@ ENTRY_RE = re.compile(rf"^(?P<spider>[a-z][a-z0-9_]*)/(?P<origin>{_BOX_PART}){SE
 """An entry the drain accepts: a plain spider directory and file name, nothing that climbs out
 of ``items/`` (anyone who can write to Redis can write an entry)."""
 
-# KEYS: bytes, seg, upload. ARGV: cap, size. 0: queued already; -1: over the cap; 1: go.
-BEGIN = """
+# Room under the cap is taken when an upload begins (its size on disk), so concurrent uploads of
+# several boxes cannot pass the cap together; it is given back at the commit (which counts the
+# segment instead) or, for an upload a killed box left, once its deadline passed.
+_LAPSE = """
+local now = tonumber(redis.call('TIME')[1])
+local room = redis.call('HGETALL', KEYS[4])
+for i = 1, #room, 2 do
+  local size, deadline = string.match(room[i + 1], '^(%d+) (%d+)$')
+  if room[i] == KEYS[3] or not deadline or tonumber(deadline) < now then
+    redis.call('HDEL', KEYS[4], room[i])
+    if tonumber(redis.call('DECRBY', KEYS[1], tonumber(size or '0'))) < 0 then
+      redis.call('SET', KEYS[1], '0')
+    end
+  end
+end
+"""
+# KEYS: bytes, seg, upload, reserved. ARGV: cap, size, ttl. 0: queued already; -1: over the
+# cap; 1: go (the size reserved).
+BEGIN = _LAPSE + """
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 local held = tonumber(redis.call('GET', KEYS[1]) or '0')
 if held > 0 and held + tonumber(ARGV[2]) > tonumber(ARGV[1]) then return -1 end
+redis.call('INCRBY', KEYS[1], tonumber(ARGV[2]))
+redis.call('HSET', KEYS[4], KEYS[3], ARGV[2] .. ' ' .. (now + tonumber(ARGV[3])))
 redis.call('DEL', KEYS[3])
 return 1
 """
-# KEYS: bytes, seg, upload, queue. ARGV: entry, size, chunks. 1 committed, 0 queued already
-# (by this box before a kill, or by another), -1 the upload is not whole (begun again later).
+# KEYS: bytes, seg, upload, queue, reserved. ARGV: entry, size, chunks, shipping box, its file.
+# 1 committed, 0 queued already (by this box before a kill, or by another), -1 the upload is
+# not whole or its reservation lapsed (begun again later).
 COMMIT = """
+local reserved = redis.call('HGET', KEYS[5], KEYS[3])
+if not reserved then return -1 end
+redis.call('HDEL', KEYS[5], KEYS[3])
+local size = tonumber(string.match(reserved, '^(%d+)') or '0')
+if tonumber(redis.call('DECRBY', KEYS[1], size)) < 0 then redis.call('SET', KEYS[1], '0') end
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DEL', KEYS[3]) return 0 end
 if redis.call('HLEN', KEYS[3]) ~= tonumber(ARGV[3]) then return -1 end
-redis.call('HSET', KEYS[3], 'size', ARGV[2], 'chunks', ARGV[3])
+redis.call('HSET', KEYS[3], 'size', ARGV[2], 'chunks', ARGV[3], 'from', ARGV[4], 'file', ARGV[5])
 redis.call('RENAME', KEYS[3], KEYS[2])
 redis.call('PERSIST', KEYS[2])
 redis.call('INCRBY', KEYS[1], tonumber(ARGV[2]))
 redis.call('RPUSH', KEYS[4], ARGV[1])
 return 1
 """
-# KEYS: bytes, seg, queue. ARGV: entry. The drain is done with an entry (asked again: nothing).
+# KEYS: bytes, seg, queue[, confirmations]. ARGV: entry[, confirmation]. The drain is done with
+# an entry (its file is on the dataset box's disk): Redis forgets it and, in the same step, tells
+# the box that shipped it (asked again: nothing more).
 DONE = """
 local size = tonumber(redis.call('HGET', KEYS[2], 'size') or '0') or 0
 if redis.call('DEL', KEYS[2]) == 1 and size > 0 then
   if tonumber(redis.call('DECRBY', KEYS[1], size)) < 0 then redis.call('SET', KEYS[1], '0') end
 end
+if KEYS[4] then redis.call('RPUSH', KEYS[4], ARGV[2]) end
 redis.call('LREM', KEYS[3], 0, ARGV[1])
 return 1
 """
@@ -104,26 +129,6 @@ return 1
 
 def chunk_field(index: int) -> str:
     return f"c{index}"
-
-
-def box_id(host: str, data_dir: Path | str) -> str:
-    """This box in file and entry names: its host name and a digest of its data dir (several
-    boxes may share a host), with no ``--`` and nothing but ``[A-Za-z0-9._-]``."""
-    safe = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._-]", "_", host)).strip("-") or "box"
-    digest = hashlib.sha1(str(Path(data_dir).resolve()).encode()).hexdigest()[:8]
-    return f"{safe}-{digest}"
-
-
-@dataclass(frozen=True, slots=True)
-class Box:
-    id: str
-    name: str
-    """``host:data_dir``, as ``status --cluster`` names it."""
-
-    @classmethod
-    def here(cls, data_dir: Path | str) -> Box:
-        host = socket.gethostname()
-        return cls(box_id(host, data_dir), f"{host}:{Path(data_dir).resolve()}")
 
 
 def dataset_box(client: Any, keys: Keys) -> dict[str, Any] | None:
@@ -148,21 +153,23 @@ def entry_name(spider: str, origin: str, file_name: str) -> str:
 
 
 class Ledger:
-    """What this box shipped of a spider, towards which dataset box; survives ``kill -9``."""
+    """What this box shipped of a spider towards which dataset box, and what that box confirmed
+    it wrote to its disk; survives ``kill -9`` (one name a line, appended and fsynced)."""
 
     def __init__(self, layout: DataLayout, spider: str) -> None:
         directory = layout.shipped_dir
         self.path = directory / f"{spider}.list"
+        self.confirmed_path = directory / f"{spider}.confirmed"
         self.target_path = directory / f"{spider}.to"
         self.directory = directory
 
     def names(self) -> set[str]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return set()
-        # A line cut by a kill is not a name: that segment is shipped again (and skipped).
-        return {line for line in text.split("\n")[:-1] if line}
+        """Shipped (committed in Redis), by name without ``.gz``."""
+        return _lines(self.path)
+
+    def confirmed(self) -> set[str]:
+        """Written to the dataset box's disk, by name without ``.gz``."""
+        return _lines(self.confirmed_path)
 
     def target(self) -> str:
         try:
@@ -172,25 +179,47 @@ class Ledger:
 
     def aim(self, target: str) -> None:
         """Ship towards ``target`` from now on: what went while none was chosen went to it
-        (it drains the queue), what went to another dataset box did not — start over."""
+        (it drains the queue), what went to another dataset box did not — start over. None
+        chosen (``""``: not yet, or Redis lost the record) keeps the ledger as it is."""
         private_dirs(self.directory)
         current = self.target()
-        if current == target:
+        if current == target or not target:
             return
         if current:
             write_atomic(self.path, "")
+            write_atomic(self.confirmed_path, "")
         write_atomic(self.target_path, target + "\n")
 
-    def add(self, name: str) -> None:
+    def add(self, *names: str, confirmed: bool = False) -> None:
+        if not names:
+            return
         private_dirs(self.directory)
-        fd = open_private(self.path, os.O_RDWR | os.O_APPEND)
+        path = self.confirmed_path if confirmed else self.path
+        fd = open_private(path, os.O_RDWR | os.O_APPEND)
         try:
             end = os.fstat(fd).st_size
             torn = end > 0 and os.pread(fd, 1, end - 1) != b"\n"  # a kill mid-line, last time
-            os.write(fd, ("\n" if torn else "").encode() + (name + "\n").encode())
+            text = "".join(name.removesuffix(".gz") + "\n" for name in names)
+            os.write(fd, ("\n" if torn else "").encode() + text.encode())
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+    def keep(self, shipped: set[str], confirmed: set[str]) -> None:
+        """Rewrite the ledger with these names only (atomically): the names of segments gone
+        from the disk (``items_keep_days``) leave it, so it grows with what the box keeps."""
+        for path, names in ((self.path, shipped), (self.confirmed_path, confirmed)):
+            write_atomic(path, "".join(name + "\n" for name in sorted(names)))
+
+
+def _lines(path: Path) -> set[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return set()
+    # A line cut by a kill is not a name: that segment is shipped (or confirmed) again.
+    return {line.removesuffix(".gz") for line in text.split("\n")[:-1] if line}
 
 
 def closed_segments(directory: Path) -> list[str]:
@@ -203,7 +232,7 @@ def closed_segments(directory: Path) -> list[str]:
         return []
 
 
-def compressed_chunks(path: Path, size: int = CHUNK_BYTES) -> Iterator[bytes]:
+def compressed_chunks(path: Path, size: int = SHIP_CHUNK_BYTES) -> Iterator[bytes]:
     """The file as gzip, in pieces of about ``size`` bytes (a ``.gz`` file as it is)."""
     with open(path, "rb") as source:
         if path.name.endswith(".gz"):
@@ -230,6 +259,8 @@ class ShipResult:
     unnamed: list[str] = field(default_factory=list)  # files no entry can name (renamed by hand)
     bytes: int = 0
     target: str | None = None  # the dataset box's id; None while none is chosen
+    confirmed: int = 0  # the dataset box wrote them to its disk
+    lost: int = 0  # gone from Redis unconfirmed (a Redis rollback or flush): shipped again
 
 
 class Shipper:
@@ -239,25 +270,29 @@ class Shipper:
                  max_bytes: int, box: Box | None = None) -> None:
         self.link, self.keys, self.layout, self.spider = link, keys, layout, spider
         self.max_bytes = max_bytes
-        self.box = box or Box.here(layout.root)
+        self.box = box or Box.here(layout)
         self.ledger = Ledger(layout, spider)
         client = link.client
         self._begin = client.register_script(BEGIN)
         self._commit = client.register_script(COMMIT)
 
     def ship(self, deadline: float | None = None) -> ShipResult:
-        """Ship what is not shipped yet, oldest first, until refused or ``deadline``
-        (monotonic). Raises RedisUnavailable (the rest goes next time)."""
+        """Ship what is not shipped yet (or was lost from Redis), oldest first, until refused or
+        ``deadline`` (monotonic). Raises RedisUnavailable (the rest goes next time),
+        :class:`BoxIdClash`, OSError (the ledger)."""
         result = ShipResult()
-        record = dataset_box(self.link.client, self.keys)
+        client = self.link.client
+        self.box.register(client, self.keys.dataset_ids)
+        record = dataset_box(client, self.keys)
         result.target = record["id"] if record else None
         if result.target == self.box.id:  # the catalog here reads the segments in place
             self.ledger.aim(self.box.id)
             return result
         self.ledger.aim(result.target or "")
-        done = {name.removesuffix(".gz") for name in self.ledger.names()}
         directory = self.layout.items_dir(self.spider)
-        for name in closed_segments(directory):
+        closed = closed_segments(directory)
+        done = self._settle(result, {name.removesuffix(".gz") for name in closed})
+        for name in closed:
             if name.removesuffix(".gz") in done:
                 continue
             if not ENTRY_RE.fullmatch(entry_name(self.spider, self.box.id, name)):
@@ -271,10 +306,53 @@ class Shipper:
             if outcome == "refused":
                 result.refused += 1
                 break  # oldest first: the next one waits for room too
+            if outcome == "incomplete":  # its reservation lapsed mid-upload: next round
+                continue
             self.ledger.add(name)  # "queued": a kill had come before this line, last time
             result.shipped += 1
             result.bytes += size
         return result
+
+    def _settle(self, result: ShipResult, on_disk: set[str]) -> set[str]:
+        """The names not to ship again: shipped and either confirmed or still in Redis.
+
+        The segments' keys are looked at before the confirmations are read: the drain deletes
+        a key and confirms it in one step, so a key found gone here has its confirmation in the
+        list read next — unless Redis lost both (a restart from an older snapshot, a failover,
+        a flush), and then the segment is shipped again (the drain skips a file it has)."""
+        client, keys = self.link.client, self.keys
+        shipped, confirmed = self.ledger.names(), self.ledger.confirmed()
+        if not shipped <= on_disk or not confirmed <= shipped:
+            shipped &= on_disk
+            confirmed &= shipped
+            self.ledger.keep(shipped, confirmed)
+        pending = sorted(shipped - confirmed)
+        pipe = client.pipeline(transaction=False)
+        for name in pending:
+            pipe.exists(keys.dataset_segment(entry_name(self.spider, self.box.id, name)))
+        held = pipe.execute() if pending else []
+        gone = {name for name, there in zip(pending, held, strict=True) if not there}
+        fresh = self._confirmations(result.target)
+        result.confirmed = len(fresh)
+        lost = gone - fresh
+        result.lost = len(lost)
+        return shipped - lost
+
+    def _confirmations(self, target: str | None) -> set[str]:
+        """Pop what the dataset box confirmed, recorded in the ledger before it leaves Redis."""
+        client = self.link.client
+        key = self.keys.dataset_confirmed(self.box.id, self.spider)
+        raw = client.lrange(key, 0, -1)
+        if not raw:
+            return set()
+        names = set()
+        for line in raw:
+            drainer, _, name = line.decode("utf-8", "replace").partition(" ")
+            if name and (target is None or drainer == target):  # an old dataset box's: void
+                names.add(name.removesuffix(".gz"))
+        self.ledger.add(*sorted(names), confirmed=True)
+        client.ltrim(key, len(raw), -1)
+        return names
 
     def _ship_one(self, path: Path, name: str) -> tuple[str, int]:
         """``shipped`` (and the bytes), ``queued`` already, ``refused`` or ``gone``."""
@@ -285,8 +363,8 @@ class Shipper:
             size = path.stat().st_size
         except FileNotFoundError:
             return "gone", 0
-        begun = int(self._begin(keys=[k.dataset_bytes, seg, upload],
-                                args=[self.max_bytes, size]))
+        begun = int(self._begin(keys=[k.dataset_bytes, seg, upload, k.dataset_reserved],
+                                args=[self.max_bytes, size, UPLOAD_TTL]))
         if begun <= 0:
             return ("queued" if begun == 0 else "refused"), 0
         total = chunks = 0
@@ -301,11 +379,26 @@ class Shipper:
                 total += len(piece)
         except FileNotFoundError:
             return "gone", 0
-        committed = int(self._commit(keys=[k.dataset_bytes, seg, upload, k.dataset_queue],
-                                     args=[entry, total, chunks]))
+        committed = int(self._commit(
+            keys=[k.dataset_bytes, seg, upload, k.dataset_queue, k.dataset_reserved],
+            args=[entry, total, chunks, self.box.id, name.removesuffix(".gz")]))
         if committed < 0:
-            return "refused", 0
+            return "incomplete", 0
         return ("shipped" if committed else "queued"), total
+
+
+def _news(path: Path, names: list[str]) -> bool:
+    """Whether ``names`` differ from those said last time (kept in ``path``): said once, not at
+    every round's end."""
+    text = "".join(name + "\n" for name in sorted(names))
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError):  # unwritable: said again next time, better than never
+        write_atomic(path, text)
+    return True
 
 
 class SegmentShipper:
@@ -332,25 +425,50 @@ class SegmentShipper:
         layout = DataLayout.from_settings(settings)
         stats = self.crawler.stats
         assert stats is not None
-        with exclusive_or_skip(layout.shipped_dir / f"{spider.name}.lock") as mine:
-            if not mine:
-                return
-            shipper = Shipper(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
-                              layout, spider.name, max_bytes=self.max_bytes)
-            try:
-                result = shipper.ship(time.monotonic() + PASS_SECONDS)
-            except RedisUnavailable:
-                return  # the link logged it once; the segments go at a later round's end
+        result = self._ship(settings, layout, spider.name)
+        if result is None:
+            return
         if result.shipped:
             stats.set_value("distributed/segments_shipped", result.shipped)
             logger.info("closed segments shipped to Redis for the cluster's dataset box: %d "
                         "(%d bytes, gzip)", result.shipped, result.bytes)
-        if result.unnamed:
+        if result.lost:
+            stats.set_value("distributed/segments_lost_in_redis", result.lost)
+            logger.warning("%d shipped segments left Redis before the dataset box confirmed "
+                           "them (Redis restarted from an older snapshot, failed over or was "
+                           "flushed): shipped again", result.lost)
+        if result.unnamed and _news(layout.shipped_dir / f"{spider.name}.unnamed",
+                                    result.unnamed):
             logger.info("not shipped to the dataset box, their names are not segment names "
-                           "(%s…): rename them {spider}-{i}of{N}-{stamp}.jsonl to ship them",
-                           ", ".join(result.unnamed[:3]))
+                        "(%s…): rename them {spider}-{i}of{N}-{stamp}.jsonl to ship them",
+                        ", ".join(result.unnamed[:3]))
         if result.refused:
             stats.set_value("distributed/segments_refused", result.refused)
             logger.info("Redis holds DISTRIBUTED_SHIP_MAX_BYTES (%d) of segments the dataset "
                         "box has not drained yet: the rest stay here and go later",
                         self.max_bytes)
+
+    def _ship(self, settings: Any, layout: DataLayout, spider: str) -> ShipResult | None:
+        """One pass; None after one line saying why nothing (more) went this time."""
+        import redis
+
+        try:
+            private_dirs(layout.shipped_dir)
+            with exclusive_or_skip(layout.shipped_dir / f"{spider}.lock") as mine:
+                if not mine:  # another worker of this spider ships this box's segments
+                    return None
+                shipper = Shipper(get_link(settings["REDIS_URL"]), Keys.from_settings(settings),
+                                  layout, spider, max_bytes=self.max_bytes)
+                return shipper.ship(time.monotonic() + SHIP_PASS_SECONDS)
+        except RedisUnavailable:
+            return None  # the link logged it once; the segments go at a later round's end
+        except BoxIdClash as exc:
+            logger.error("segments not shipped: %s", exc)
+        except OSError as exc:
+            logger.error("segments not shipped: %s: %s (the state dir must be writable, with "
+                         "room): they go at a later round's end", exc.filename or
+                         layout.shipped_dir, exc.strerror or exc)
+        except redis.exceptions.RedisError as exc:
+            logger.error("segments not shipped: Redis answered %s: %s; they go at a later "
+                         "round's end", type(exc).__name__, exc)
+        return None
