@@ -22,7 +22,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from runner.dataset.records import (
     search_row,
     stamp,
 )
+from runner.dataset.retention import remove_older
 from runner.dataset.schema import INDEXES, connect
 from runner.ops.joblock import exclusive_or_skip
 from runner.usage import INTERRUPTED
@@ -241,20 +242,6 @@ def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
     """
     rows = conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'")
     return remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
-
-
-def remove_older(paths: Iterable[Path], keep_days: int, now: float | None = None) -> int:
-    """Remove those of ``paths`` not modified for ``keep_days``; how many went."""
-    cutoff = (time.time() if now is None else now) - keep_days * 86400
-    removed = 0
-    for path in paths:
-        try:
-            if path.stat().st_mtime < cutoff:
-                path.unlink()
-                removed += 1
-        except FileNotFoundError:
-            continue
-    return removed
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:

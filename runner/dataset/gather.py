@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.dataset.retention import remove_older
 from scraper.config import CollectorConfig
 from scraper.distributed.boxid import ID_RE, Box, BoxIdClash
 from scraper.distributed.defaults import SOCKET_TIMEOUT
@@ -273,8 +274,6 @@ def remove_confirmed_segments(layout: DataLayout, keep_days: int,
     """``items_keep_days`` on a box that does not build the dataset: remove its ``.jsonl.gz``
     segments older than ``keep_days`` that the dataset box confirmed it has (the rule of the
     dataset box's catalog, where "loaded" is "confirmed"); returns how many."""
-    from runner.dataset.build import remove_older
-
     spiders = (listing.name.removesuffix(".confirmed")
                for listing in sorted(layout.shipped_dir.glob("*.confirmed")))
     return remove_older((layout.items_dir(spider) / f"{name}.gz" for spider in spiders
