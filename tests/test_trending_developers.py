@@ -36,7 +36,7 @@ from scraper.trendingpages import (
     parse_profile,
 )
 from spiders.trending import TrendingSpider, listing_of
-from tests.incrawler import crawl_round, project_crawler
+from tests.incrawler import project_crawler
 from tests.parsers import broken
 from tests.support import Collector
 
@@ -318,18 +318,19 @@ BROKEN_DEVELOPERS = {
 
 
 @pytest.mark.timeout(300)
-def test_developer_lists_collected_then_catalog_reparse_and_history(tmp_path: Path,
-                                                                    fake_github: Any) -> None:
-    """Three rounds of the trending spider in this process against the fake GitHub, the
-    second with a developer parser that lost names and repositories (drift), then the real
-    ``catalog``, ``reparse`` and ``history LOGIN`` commands."""
+def test_scrapy_crawl_collects_developer_lists_end_to_end(tmp_path: Path,
+                                                         fake_github: Any) -> None:
+    """Real processes: three rounds of ``scrapy crawl trending`` against the fake GitHub, the
+    second with a developer parser that lost names and repositories (drift), then
+    ``catalog``, ``reparse`` and ``history LOGIN``."""
     collector = Collector(tmp_path / "home")
     states = []
     for generation, settings in enumerate(({}, BROKEN_DEVELOPERS, {})):
         collector.configure(github=fake_github,
                             spiders={"trending": {**DEVELOPER_LISTS, "settings": settings}})
         fake_github.control(generation=generation)
-        crawl_round("trending", collector.config_path)
+        result = collector.crawl("trending", timeout=90)
+        assert result.returncode == 0, result.stderr[-3000:]
         states.append(collector.worker_state("trending"))
     assert [s["drift_listings"] for s in states] == [0, 2, 0]
     assert "name, popular repository, repository description missing on all" \
