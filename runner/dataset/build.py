@@ -41,11 +41,11 @@ from runner.dataset.records import (
 )
 from runner.dataset.retention import remove_older
 from runner.dataset.schema import INDEXES, connect
-from runner.ops.joblock import exclusive_or_skip
 from runner.usage import INTERRUPTED
 from runner.usage import PROG as RUNNER
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
+from scraper.pidlock import exclusive_or_skip
 from scraper.stamps import utc_stamp
 
 PROG = f"{RUNNER} catalog"

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.argtypes import size_bytes
-from runner.ops.joblock import exclusive_or_skip
 from runner.ops.notify import say
 from runner.resolved import run_config
 from runner.usage import usage_error
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
+from scraper.pidlock import exclusive_or_skip
 from scraper.statefile import write_atomic
 from scraper.units import format_size
 

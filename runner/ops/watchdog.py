@@ -37,7 +37,6 @@ from dataclasses import replace
 
 from runner.argtypes import add_min_workers
 from runner.ops.growth import outlook
-from runner.ops.joblock import exclusive_or_skip
 from runner.ops.liveness import CONFIRM_TIMEOUT, Clocks, Verdict, assess, next_status
 from runner.ops.notify import log_to_runner_log, say
 from runner.ops.restart import (
@@ -62,6 +61,7 @@ from runner.state import (
 from runner.usage import PROG, TROUBLE, usage_error
 from scraper.config import CollectorConfig
 from scraper.layout import DataLayout
+from scraper.pidlock import exclusive_or_skip
 from scraper.settings import REDIS_KEY_PREFIX
 from scraper.statefile import read_worker
 from scraper.units import counted, format_size
