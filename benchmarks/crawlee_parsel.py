@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scraper.parsers.docs import extract_page, follow_links, site_prefix
+from scraper.docsites import site_prefix
+from scraper.parsers.docs import extract_page, follow_links
 
 CONCURRENCY = 16
 

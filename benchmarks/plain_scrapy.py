@@ -25,7 +25,8 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.http import Response, TextResponse
 
 from benchmarks.common import BENCH_SCRAPY_SETTINGS
-from scraper.parsers.docs import extract_page, follow_links, site_prefix
+from scraper.docsites import site_prefix
+from scraper.parsers.docs import extract_page, follow_links
 
 
 class PlainDocsSpider(scrapy.Spider):

@@ -13,9 +13,10 @@ from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
+from scraper.docsites import site_prefix
 from scraper.items import DocPageItem
 from scraper.parsers.bounds import element_count
-from scraper.parsers.docs import extract_page, follow_links, page_in_site, site_prefix
+from scraper.parsers.docs import extract_page, follow_links, page_in_site
 from scraper.parsers.sitemaps import (
     is_robots,
     read_sitemap,

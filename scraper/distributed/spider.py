@@ -40,8 +40,8 @@ from scraper.distributed.connection import RedisUnavailable, get_link
 from scraper.distributed.keys import Keys
 from scraper.distributed.leases import LEASE_META, Leased
 from scraper.distributed.rounds import SpiderRound, get_round
+from scraper.docsites import site_prefix
 from scraper.engine import engine_closing
-from scraper.parsers.docs import site_prefix
 from scraper.sharding import UNSHARDED
 
 logger = logging.getLogger("scraper.distributed")

@@ -13,7 +13,6 @@ from lxml import etree
 from parsel import Selector
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
-from scraper.docsites import site_prefix as site_prefix  # where the spiders import it from
 from scraper.parsers.markdown import classes, convert
 from scraper.versions import url_version
 
