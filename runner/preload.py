@@ -20,6 +20,15 @@ the answer in each one's cache. Scrapy asks it of every worker's first response
 pages; asked here once, for the built-in types such checks meet, the answers are shared. The
 same goes for ``issubclass(obj, ScrapyCommand)``, asked of every class the command modules name.
 
+CPython keeps every interned string in one table, and pathlib interns each component of every
+path it parses. A freed string leaves its slot used until the table is rebuilt, and a rebuild
+sizes it for three times the strings alive then. After the preload the parent's strings sit
+near a size boundary: the first few thousand paths it builds (status writes, every round's
+files) rebuilt the table at twice its size, one step of about 1 MB, hundreds of rounds into a
+process meant to stay flat for months. :func:`settle_interned_strings` rebuilds it before the
+fork, sized for the strings alive and :data:`INTERN_HEADROOM` more: a later rebuild can keep
+that size or shrink it, not grow it, unless the parent came to hold that many more strings.
+
 What each step saves is measured in ``benchmarks/README.md`` ("Imports after the fork").
 """
 
@@ -111,6 +120,24 @@ def read_distribution_metadata() -> list[tuple[str, str]]:
 
     entry_points(group=COMMAND_ENTRY_POINTS)
     return get_versions()
+
+
+INTERN_HEADROOM = 1024
+"""Interned strings the parent may come to hold beyond those of the preload (about 40,000)
+before the table must grow: it holds a few hundred more in a run (its config, slots, state
+files' names). More would size the table past a boundary a later rebuild shrinks it back from."""
+INTERN_CHURN = 1 << 17
+"""Strings interned and freed at once while the headroom is held: more than the free slots of
+a table sized for it, so the last rebuild sees the headroom alive."""
+
+
+def settle_interned_strings() -> None:
+    """Rebuild CPython's interned-string table now, with room for :data:`INTERN_HEADROOM` more
+    strings than are alive (see the module's docstring)."""
+    headroom = [sys.intern(f"hubcollect-headroom-{number}") for number in range(INTERN_HEADROOM)]
+    for number in range(INTERN_CHURN):
+        sys.intern(f"hubcollect-churn-{number}")
+    del headroom
 
 
 def cache_abstract_collection_checks() -> None:

@@ -114,6 +114,7 @@ def preload(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
         component_modules,
         import_all,
         read_distribution_metadata,
+        settle_interned_strings,
     )
 
     for name in PRELOAD_MODULES + extra:
@@ -125,6 +126,7 @@ def preload(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     cache_command_class_checks(commands)
     assert "twisted.internet.reactor" not in sys.modules, "a reactor exists before fork"
     gc.collect()
+    settle_interned_strings()  # after the collection: garbage's strings are not alive
     gc.freeze()
     return versions
 

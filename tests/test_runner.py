@@ -343,3 +343,31 @@ def test_preload_answers_the_isinstance_checks_that_walk_every_mapping_class() -
     out = subprocess.run([sys.executable, "-c", ABC_CHECK], cwd=root, capture_output=True,
                          text=True, timeout=120, check=True)
     assert out.stdout.strip() == "0", out.stdout
+
+
+INTERN_CHECK = """
+import sys
+from pathlib import Path
+from benchmarks.parentprobe import _malloc
+import runner.preload
+if sys.argv[1] == "unsettled":
+    runner.preload.settle_interned_strings = lambda: None
+import runner.supervisor
+runner.supervisor.preload()
+before = _malloc()["mmapped_bytes"]  # the table is large enough to be mmap-ed alone
+for number in range(60_000):
+    Path("state") / f"fresh-{number}.json"  # interned by pathlib, freed at once
+print(_malloc()["mmapped_bytes"] - before)
+"""
+
+
+@pytest.mark.parametrize("mode", ["settled", "unsettled"])
+def test_preload_sizes_the_interned_string_table_for_the_parents_later_paths(mode: str) -> None:
+    # pathlib interns every path component; unsettled, the parent's first few thousand paths
+    # rebuild CPython's interned-string table at twice its size: a step of about 1 MB hundreds
+    # of rounds in. The unsettled run shows the check sees that step.
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", INTERN_CHECK, mode], cwd=root,
+                         capture_output=True, text=True, timeout=120, check=True)
+    grown = int(out.stdout.strip())
+    assert (grown <= 0) if mode == "settled" else (grown > 500_000), grown
