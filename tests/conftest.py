@@ -8,6 +8,7 @@ import pytest
 
 from tests.fakes.fixtures import *  # noqa: F403 - fake_github, fake_docs and their factories
 from tests.incrawler import install_session_reactor
+from tests.quietcpu import pytest_configure, pytest_runtest_protocol  # noqa: F401 - hooks
 from tests.support import Collector
 
 install_session_reactor()

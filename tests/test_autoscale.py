@@ -194,6 +194,7 @@ def test_a_busy_machine_keeps_to_the_minimum(collector: Collector, fake_docs_fac
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.needs_idle_cpu
 def test_an_idle_machine_lets_every_slow_worker_crawl(collector: Collector,
                                                       fake_docs_factory: Any) -> None:
     # Slow sites, two requests at a time: each worker mostly waits, for 6 s or more, so the
