@@ -107,7 +107,9 @@ def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hosti
     assert counts["/site/reset.html"] == RETRIES + 1
     assert counts["/site/hang.html"] == RETRIES + 1
     assert stats["downloader/exception_type_count/scrapy.exceptions.DownloadFailedError"] == 3
-    assert stats["downloader/exception_type_count/scrapy.exceptions.DownloadTimeoutError"] == 3
+    # hang.html's three; on a loaded machine a huge page may also pass the timeout before its
+    # size cap, and is retried (it still ends in its one ERROR line, counted above).
+    assert stats["downloader/exception_type_count/scrapy.exceptions.DownloadTimeoutError"] >= 3
     assert stats["docs/failed_requests/scrapy.exceptions.DownloadFailedError"] == 1
     assert stats["docs/failed_requests/scrapy.exceptions.DownloadTimeoutError"] == 1
     assert f"took longer than {TIMEOUT_S:.1f} seconds" in log
