@@ -23,6 +23,7 @@ import os
 import resource
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,18 @@ def _worker(index: int, root: str, shared: bool, items: int, work_ms: float,
     delta.close()
 
 
+WORKER_TIMEOUT_S = 120.0
+
+
+def _give_up(procs: list[Any], what: str) -> None:
+    for proc in procs:
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
+    codes = [proc.exitcode for proc in procs]
+    raise SystemExit(f"benchmarks.stores: the workers {what} (exit codes {codes})")
+
+
 def run(shared: bool, workers: int, items: int, work_ms: float) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="bench-stores-")
     try:
@@ -79,13 +92,19 @@ def run(shared: bool, workers: int, items: int, work_ms: float) -> dict[str, Any
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         for proc in procs:
             proc.start()
-        start.wait()
+        try:  # a worker that died before the barrier would leave the others waiting forever
+            start.wait(timeout=WORKER_TIMEOUT_S)
+        except threading.BrokenBarrierError:
+            _give_up(procs, "did not all reach the start")
         began = time.perf_counter()
         for proc in procs:
-            proc.join()
+            proc.join(timeout=max(0.0, began + WORKER_TIMEOUT_S - time.perf_counter()))
+        if any(proc.exitcode is None for proc in procs):
+            _give_up(procs, f"did not finish in {WORKER_TIMEOUT_S:.0f} s")
         wall = time.perf_counter() - began
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        assert all(proc.exitcode == 0 for proc in procs)
+        if any(proc.exitcode != 0 for proc in procs):
+            _give_up(procs, "failed")
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         total = workers * items
         return {"layout": "shared" if shared else "private", "workers": workers,

@@ -82,7 +82,7 @@ def test_memory_tiny_measures_runner_cold_and_rounds(tmp_path: Path) -> None:
     assert "tree PSS" in result.stdout
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(150)
 def test_stores_tiny_measures_both_layouts(tmp_path: Path) -> None:
     out = tmp_path / "stores.json"
     result = bench("benchmarks.stores", "--workers", "3", "--items", "20", "--repeat", "1",
