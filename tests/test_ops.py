@@ -249,9 +249,10 @@ def test_watchdog_restarts_a_runner_missing_workers(ops: Ops) -> None:
                 slot = {w["slug"]: w for w in ops.status()["workers"]}["docs-1of2"]
             except (OSError, ValueError, KeyError):
                 return False
-            # long enough for both of the watchdog's looks to find it down
-            return slot["state"] == "failed" or (
-                slot["state"] == "restarting" and slot["next_round_at"] - time.time() > 5)
+            # Given up on: both of the watchdog's looks find it down. A slot still restarting
+            # runs its next attempt (state "running") within 8 s, which a watchdog slow to
+            # start on a loaded machine can see as a slot that is up.
+            return slot["state"] == "failed"
         wait_for(slot_down_for_a_while, 40, "a slot kept down by its lock")
 
         watchdog = subprocess.Popen([*RUNNER, "watchdog"], cwd=ops.collector.home, env=ops.env(),
