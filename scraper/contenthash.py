@@ -31,8 +31,9 @@ from scrapy.exceptions import DropItem
 from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.engine import engine_closing
 from scraper.exceptions import DuplicateItem
-from scraper.items import content_hash, is_deduplicated, utc_stamp
+from scraper.items import content_hash, is_deduplicated
 from scraper.spiderargs import reset_requested
+from scraper.stamps import utc_stamp
 from scraper.stores.base import ContentHashStorage, StoreUnavailable, build_store
 from scraper.stores.sqlite.contenthash import STORE_KIND
 

@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import Field
 
-from scraper.stamps import utc_stamp as utc_stamp  # the stamp items carry
 from scraper.versions import url_version
 
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from scraper.sharding import Shard
 
-if TYPE_CHECKING:  # importing Scrapy costs the catalog, status and watchdog commands 0.3 s
+if TYPE_CHECKING:  # the catalog, status and watchdog commands read the layout without Scrapy
     from scrapy.settings import BaseSettings
 
 SHARD_DELTAFETCH_DB_NAME = "deltafetch.sqlite"

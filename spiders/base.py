@@ -14,7 +14,7 @@ from twisted.python.failure import Failure
 
 from scraper.diskspace import is_disk_full
 from scraper.downloadermiddlewares.retry import GAVE_UP
-from scraper.items import CollectedItem, utc_stamp
+from scraper.items import CollectedItem
 from scraper.outcome import failure_cause, note_error
 from scraper.sharding import UNSHARDED, Shard
 from scraper.spiderargs import (
@@ -24,6 +24,7 @@ from scraper.spiderargs import (
     SpiderArgumentError,
     parse_switch,
 )
+from scraper.stamps import utc_stamp
 
 
 class CollectorSpider(scrapy.Spider):

@@ -147,7 +147,8 @@ def reparse(archive: PageArchive, settings: Settings, config: CollectorConfig,
 
 
 def _snapshot(page: ArchivedPage, rows: list[dict[str, Any]], version: str) -> Any:
-    from scraper.items import content_hash, utc_stamp
+    from scraper.items import content_hash
+    from scraper.stamps import utc_stamp
     from scraper.trendingpages import page_item, parse_list_key
     from spiders.trending import now_ms
 
