@@ -23,7 +23,7 @@ same goes for ``issubclass(obj, ScrapyCommand)``, asked of every class the comma
 CPython keeps every interned string in one table, and pathlib interns each component of every
 path it parses. A freed string leaves its slot used until the table is rebuilt, and a rebuild
 sizes it for three times the strings alive then. After the preload the parent's strings sit
-near a size boundary: the first few thousand paths it builds (status writes, every round's
+near a size boundary: the paths it builds (status writes, every round's
 files) rebuilt the table at twice its size, one step of about 1 MB, hundreds of rounds into a
 process meant to stay flat for months. :func:`settle_interned_strings` rebuilds it before the
 fork, sized for the strings alive and :data:`INTERN_HEADROOM` more: a later rebuild can keep
@@ -123,9 +123,9 @@ def read_distribution_metadata() -> list[tuple[str, str]]:
 
 
 INTERN_HEADROOM = 1024
-"""Interned strings the parent may come to hold beyond those of the preload (about 40,000)
-before the table must grow: it holds a few hundred more in a run (its config, slots, state
-files' names). More would size the table past a boundary a later rebuild shrinks it back from."""
+"""Interned strings the parent may come to hold beyond those of the preload before the table
+must grow (a run adds its config's, slots' and state files' names). More would size the table
+past a boundary a later rebuild shrinks it back from."""
 INTERN_CHURN = 1 << 17
 """Strings interned and freed at once while the headroom is held: more than the free slots of
 a table sized for it, so the last rebuild sees the headroom alive."""

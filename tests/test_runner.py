@@ -363,7 +363,7 @@ print(_malloc()["mmapped_bytes"] - before)
 
 @pytest.mark.parametrize("mode", ["settled", "unsettled"])
 def test_preload_sizes_the_interned_string_table_for_the_parents_later_paths(mode: str) -> None:
-    # pathlib interns every path component; unsettled, the parent's first few thousand paths
+    # pathlib interns every path component; unsettled, the parent's later paths
     # rebuild CPython's interned-string table at twice its size: a step of about 1 MB hundreds
     # of rounds in. The unsettled run shows the check sees that step.
     root = Path(__file__).resolve().parent.parent
