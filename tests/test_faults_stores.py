@@ -7,6 +7,7 @@ the original bytes) with one ERROR line naming it, or opened safely; the crawl c
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -317,3 +318,57 @@ def test_symlinks_in_data_dir_are_never_followed(tmp_path: Path, seeded: Path,
         assert link.is_symlink()  # left for a human to look at
     else:
         assert not link.is_symlink() and list(link.parent.glob("*.unreadable-*"))
+
+
+class CloseAfterFirstLook:
+    """``os`` for :mod:`scraper.stores.sqlite`, with another process's last close of the store
+    landing right after the opener's first look at the file: SQLite then checkpoints the WAL
+    into the file (its header and size grow) and deletes the WAL, the worst instant of a kill
+    test's restarts."""
+
+    def __init__(self, other: Any) -> None:
+        self.other = other
+        self.looks = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def stat(self, *args: Any, **kwargs: Any) -> os.stat_result:
+        return self._then_close(os.stat(*args, **kwargs))
+
+    def fstat(self, fd: int) -> os.stat_result:
+        return self._then_close(os.fstat(fd))
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        return self._then_close(open(*args, **kwargs))
+
+    def _then_close(self, result: Any) -> Any:
+        self.looks += 1
+        if self.looks == 1:
+            self.other.close()
+        return result
+
+
+def test_a_whole_store_closed_by_another_process_while_it_opens_is_not_moved_aside(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last other connection's close may checkpoint and delete the WAL between two looks
+    at the file: the opener must not judge the grown header against a size read before it."""
+    import scraper.stores.sqlite as sqlite_stores
+    from scraper.stores.sqlite.contenthash import SqliteContentHashStore
+
+    path = tmp_path / "docs.sqlite"
+    other = SqliteContentHashStore(path)
+    for n in range(400):  # enough pages in the WAL that its checkpoint grows the file
+        other.confirm(f"{n:032x}", "2026-12-01T00:00:00Z")
+    assert Path(f"{path}-wal").stat().st_size > 0
+    looks = CloseAfterFirstLook(other)
+    monkeypatch.setattr(sqlite_stores, "os", looks)
+    monkeypatch.setattr(sqlite_stores, "open", looks.open, raising=False)
+    store = SqliteContentHashStore(path)
+    monkeypatch.undo()
+    try:
+        assert looks.looks >= 1  # the close really landed inside the open
+        assert not list(tmp_path.glob("*.unreadable-*"))
+        assert len(store) == 400
+    finally:
+        store.close()

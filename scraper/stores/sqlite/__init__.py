@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import sqlite3
-import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -93,36 +92,46 @@ class StoreConnection(sqlite3.Connection):
 
 QUICK_CHECK_MAX_BYTES = 8 * 1024 * 1024
 """Stores up to this size get SQLite's ``quick_check`` at every open (a few ms); larger ones
-only the O(1) header check: a per-open cost that grew with the store (0.38 s at 1M keys, every
+only the O(1) length check: a per-open cost that grew with the store (0.38 s at 1M keys, every
 worker, every round) would make a year of history slower to start than a day."""
-_HEADER = struct.Struct(">16sH6xII")  # magic, page size, change counter (24), pages (28)
 
 
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a file that is not whole: not SQLite, or shorter than its header says (a torn
-    copy); small stores also pass ``quick_check``. Raises :class:`StoreError`. Damage deeper
-    in a large store surfaces as a DatabaseError when read, as it would between two opens."""
+    copy); small stores also pass ``quick_check``. Raises :class:`StoreError` (or SQLite's
+    DatabaseError). Damage deeper in a large store surfaces as a DatabaseError when read, as it
+    would between two opens."""
+    # All of it inside one read transaction: SQLite's shared lock keeps another process's last
+    # close from checkpointing and deleting the WAL between the looks below (a header grown, a
+    # size read before it, the WAL gone: a whole store judged torn). The file itself is only
+    # ever stat-ed, never opened: closing any descriptor of it would drop every POSIX lock this
+    # process holds on it, SQLite's own included, and let another process corrupt it.
+    conn.execute("BEGIN")
     try:
-        size = os.stat(path).st_size
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-    except FileNotFoundError:
-        size, header = 0, b""
-    if len(header) == 100:
-        magic, page_size, changes, pages = _HEADER.unpack_from(header)
-        valid_for = struct.unpack_from(">I", header, 92)[0]
-        page_size = 65536 if page_size == 1 else page_size
-        if magic != b"SQLite format 3\x00":
-            raise StoreError("file is not a database")
+        # The first read: SQLite refuses a file that is not a database, or shorter than its
+        # header says, here.
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        size = _file_size(path)
         # With a WAL, a checkpoint cut short may have grown the header before the pages: the
         # frames are still in the WAL, and SQLite finishes the job. Judge only a file alone.
-        if valid_for == changes and pages * page_size > size and not _wal_in_use(path):
+        if pages * page_size > size and not _wal_in_use(path):
             raise StoreError(f"truncated: its header says {pages * page_size} bytes, the file "
                              f"holds {size}")
-    if size <= QUICK_CHECK_MAX_BYTES:
-        result = conn.execute("PRAGMA quick_check").fetchone()
-        if result is None or result[0] != "ok":
-            raise StoreError(f"integrity check failed: {result and result[0]}")
+        if size <= QUICK_CHECK_MAX_BYTES:
+            result = conn.execute("PRAGMA quick_check").fetchone()
+            if result is None or result[0] != "ok":
+                raise StoreError(f"integrity check failed: {result and result[0]}")
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:  # an in-memory store
+        return 0
 
 
 def _wal_in_use(path: Path) -> bool:
