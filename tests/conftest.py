@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,12 @@ from tests.quietcpu import pytest_configure, pytest_runtest_protocol  # noqa: F4
 from tests.support import Collector
 
 install_session_reactor()
+
+# A suite started in the background by a script (`pytest … &`) inherits SIGINT ignored, as
+# POSIX has a shell's background jobs do, and every runner it starts would keep ignoring it:
+# the Ctrl-C tests need children that start as a terminal's foreground command does.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -310,7 +310,12 @@ def test_ctrl_c_while_the_runner_starts_is_a_quiet_exit_130(collector: Collector
     runner = collector.start_runner("--workers", "2", "--spiders", "docs")
     time.sleep(delay)  # past the interpreter's own start-up, inside the runner's
     runner.send_signal(signal.SIGINT)
-    _out, err = runner.communicate(timeout=60)
+    try:
+        _out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:  # a runner that ignored it must not run on beside the suite
+            runner.kill()
+            runner.wait()
     assert "Traceback" not in err, err
     # Started already (the supervisor's handlers in place): SIGINT is the graceful stop. The
     # plan on stdout does not say so: cmd_run prints it before the preload, which is still the
