@@ -134,3 +134,15 @@ def test_parent_samples_the_runner_parent_over_real_rounds(tmp_path: Path) -> No
     assert isinstance(data["flat"], bool)
     assert "descriptors " in result.stdout and "in the second: " in result.stdout
     assert "results: " in result.stdout
+
+
+@pytest.mark.timeout(120)
+def test_history_store_times_open_both_stores_in_fresh_processes(tmp_path: Path) -> None:
+    """The year benchmark's store step (``benchmarks.history.store_times``) at a small size:
+    it builds each store with the store classes and opens it as a worker does."""
+    from benchmarks.history import store_times
+
+    result = store_times(tmp_path, 2000)
+    for kind in ("deltafetch", "contenthash"):
+        assert result[kind]["open_s"] > 0 and result[kind]["quick_check_s"] > 0, result
+        assert result[kind]["bytes"] > 2000 * 20, result
