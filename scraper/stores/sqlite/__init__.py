@@ -113,8 +113,9 @@ def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
         size = _file_size(path)
-        # With a WAL, a checkpoint cut short may have grown the header before the pages: the
-        # frames are still in the WAL, and SQLite finishes the job. Judge only a file alone.
+        # With a WAL in use, pages counted may be in it and not yet in the file (a checkpoint
+        # cut short grows the header before the pages; SQLite finishes the job): judge only a
+        # file alone.
         if pages * page_size > size and not _wal_in_use(path):
             raise StoreError(f"truncated: its header says {pages * page_size} bytes, the file "
                              f"holds {size}")
