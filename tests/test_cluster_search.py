@@ -1,4 +1,4 @@
-"""Complete search on the cluster: two runners (separate data dirs) on one real Redis page the
+"""Complete search on the cluster: three runners (separate data dirs) on one real Redis page the
 fake GitHub's search universe past its 1000 cap, as one machine does.
 
 Three rounds, as tests/test_search_complete.py runs them on one machine: a first that plans
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.timeout(240)
 
 LIMIT, WINDOW = 30, 2.0
 QUERIES = ["longtail4000", "huge created:>=2012-01-01"]
-BOXES = 2
+BOXES = 3
 SETTINGS = {"CONCURRENT_REQUESTS": 2}
 """A worker holds at most 2 slices at once: the others' workers take the rest."""
 
@@ -114,7 +114,7 @@ def check_complete(round_: dict[str, Any]) -> None:
     assert " ERROR: " not in round_["logs"]
 
 
-def test_two_runners_collect_every_result_once(cluster_rounds: dict[str, Any]) -> None:
+def test_three_runners_collect_every_result_once(cluster_rounds: dict[str, Any]) -> None:
     first = cluster_rounds["rounds"][0]
     check_complete(first)
     print(f"round 1 with {BOXES} runners: {sum(map(len, first['items'].values()))} "
