@@ -18,7 +18,9 @@ import pytest
 import yaml
 
 from runner.autoscale import CpuSample, Snapshotter
+from scraper.layout import DataLayout
 from scraper.outcome import NOTHING_FETCHED_EXIT
+from scraper.statefile import read_json
 from tests.support import FAST_SETTINGS, REPO_ROOT, RUNNER, SCRAPY, Collector, free_port, wait_for
 
 
@@ -277,10 +279,7 @@ def test_feed_exports_are_clean_tables_and_an_export_leaves_data_items_alone(
 
 
 def runner_of_status(collector: Collector) -> int | None:
-    try:
-        status = json.loads((collector.data_dir / "state" / "status.json").read_text())
-    except (OSError, ValueError):
-        return None
+    status = read_json(DataLayout(collector.data_dir).status_file) or {}
     return status.get("runner", {}).get("pid")
 
 
