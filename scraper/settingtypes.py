@@ -9,35 +9,83 @@ lists, None) Scrapy takes as given.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
+import sys
 from functools import cache
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 PROJECT_SETTINGS = "scraper.settings"
+SCRAPY_DEFAULTS = "scrapy.settings.default_settings"
+
+
+def _scrapy_defaults() -> dict[str, Any]:
+    """Scrapy's defaults (``scrapy.settings.default_settings``). Importing that module imports
+    the ``scrapy`` package, whose ``__init__`` loads the whole HTTP stack (about 0.5 s of CPU):
+    too much for the commands cron runs every minute (status, watchdog, size), which read a
+    config too. Unless Scrapy is loaded already, they are read from the module's source."""
+    loaded = sys.modules.get(SCRAPY_DEFAULTS)
+    if loaded is not None:
+        return vars(loaded)
+    package = importlib.util.find_spec("scrapy")
+    if package is None or not package.submodule_search_locations:
+        return vars(import_module(SCRAPY_DEFAULTS))  # Scrapy's own error, as an import gives
+    return defaults_in_source(Path(next(iter(package.submodule_search_locations)), "settings",
+                                   "default_settings.py"))
+
+
+def defaults_in_source(source: Path) -> dict[str, Any]:
+    """The values a settings module's top-level assignments give, each evaluated alone and
+    without builtins: numbers, flags and dicts come out as the module defines them; what needs
+    more (a call, a name it imports) is left out, and none of Scrapy's such is a flag, a number
+    or a dict (tests/test_config.py holds it to Scrapy's module)."""
+    values: dict[str, Any] = {}
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        expression = compile(ast.Expression(node.value), str(source), "eval")
+        try:
+            values[target.id] = eval(expression, {"__builtins__": {}}, values)
+        except Exception:  # a call, or a name the module imports
+            continue
+    return values
 
 
 @cache
 def _defaults() -> dict[str, Any]:
-    from scrapy.settings import default_settings
-
     values: dict[str, Any] = {}
-    for module in (default_settings, import_module(PROJECT_SETTINGS)):
-        values.update((k, v) for k, v in vars(module).items() if k.isupper())
+    for namespace in (_scrapy_defaults(), vars(import_module(PROJECT_SETTINGS))):
+        values.update((k, v) for k, v in namespace.items() if k.isupper())
     return values
+
+
+def _readable_bool(name: str, value: Any) -> None:
+    """Raise ValueError or TypeError where Scrapy's ``getbool`` would. A value that is not text
+    is what ``getbool`` tries first, ``bool(int(value))``; only text needs Scrapy's own rules
+    (``'true'``, ``'False'`` …), and text comes from ``-s`` where Scrapy runs anyway."""
+    if not isinstance(value, str):
+        bool(int(value))
+        return
+    from scrapy.settings import BaseSettings
+
+    BaseSettings({name: value}).getbool(name)
 
 
 def setting_problem(name: str, value: Any) -> str | None:
     """What ``value`` should be for setting ``name``, or None when Scrapy can read it."""
-    # Scrapy only when a config sets Scrapy settings: the commands that read a config
-    # without them (catalog, status, watchdog) never import it.
-    from scrapy.settings import BaseSettings
-
     default = _defaults().get(name)
-    probe = BaseSettings({name: value})
     try:
         if isinstance(default, bool):
-            probe.getbool(name)
+            _readable_bool(name, value)
         elif isinstance(default, int | float):
             if isinstance(value, bool):
                 raise ValueError

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -394,3 +395,45 @@ def test_round_interval_per_spider_wins_over_the_global_one() -> None:
     assert config.shortest_round_interval == 90
     with pytest.raises(ConfigError, match=r"c\.yaml: spiders\.search\.round_interval: 'soon' "):
         parse_config("spiders:\n  search: {round_interval: soon}\n", "c.yaml")
+
+
+# --- setting types, checked without importing Scrapy --------------------------------------------
+
+
+def test_scrapys_defaults_read_from_its_source_are_its_flags_numbers_and_dicts() -> None:
+    """The defaults the type check reads from Scrapy's ``default_settings.py`` without
+    importing Scrapy: every flag, number and dict Scrapy's module defines, with its value."""
+    import scrapy.settings.default_settings as scrapys
+
+    from scraper.settingtypes import defaults_in_source
+
+    def typed(values: dict) -> dict:
+        return {name: value for name, value in values.items()
+                if name.isupper() and isinstance(value, bool | int | float | dict)}
+
+    expected = typed(vars(scrapys))
+    assert len(expected) > 100
+    assert typed(defaults_in_source(Path(scrapys.__file__))) == expected
+
+
+def test_a_config_with_scrapy_settings_is_checked_without_importing_scrapy() -> None:
+    """The commands cron runs (status, watchdog, size) read the config: checking its
+    ``settings`` values does not import Scrapy (about 0.5 s of CPU each time), and still finds
+    a value Scrapy could not read."""
+    program = """
+import sys
+from scraper.config import ConfigError, parse_config
+parse_config("spiders:\\n  docs:\\n    settings: {CONCURRENT_REQUESTS: 2, DOWNLOAD_DELAY: 0.5,"
+             " AUTOTHROTTLE_ENABLED: false, DOWNLOAD_HANDLERS: {}}\\n", "c.yaml")
+try:
+    parse_config("spiders:\\n  docs:\\n    settings: {AUTOTHROTTLE_ENABLED: [1]}\\n", "c.yaml")
+except ConfigError as exc:
+    print(exc)
+print("scrapy" in sys.modules)
+"""
+    result = subprocess.run([sys.executable, "-c", program], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "c.yaml: spiders.docs.settings.AUTOTHROTTLE_ENABLED: [1] is not 1 or 0 (true/false; "
+        "default 1)", "False"]
