@@ -278,7 +278,7 @@ def test_kill_9_mid_build_then_a_rerun_equals_one_clean_build(built: Collected,
                                                               tmp_path: Path) -> None:
     # The real items plus enough synthetic ones (the documented format) to kill a build midway.
     clean = copy_items(built.collector, tmp_path / "clean")
-    ItemWriter(clean.data_dir / "items").write(60_000, per_file=500)
+    ItemWriter(clean.data_dir / "items").write(30_000, per_file=250)
     killed = copy_items(clean, tmp_path / "killed")
     files = len(list((clean.data_dir / "items").rglob("*.jsonl")))
     catalog(clean)
