@@ -68,6 +68,12 @@ def _defaults() -> dict[str, Any]:
     return values
 
 
+def setting_default(name: str) -> Any:
+    """The default of setting ``name``: the project's (``scraper/settings.py``) over Scrapy's;
+    None for a name neither defines."""
+    return _defaults().get(name)
+
+
 def _readable_bool(name: str, value: Any) -> None:
     """Raise ValueError or TypeError where Scrapy's ``getbool`` would. A value that is not text
     is what ``getbool`` tries first, ``bool(int(value))``; only text needs Scrapy's own rules
@@ -82,7 +88,7 @@ def _readable_bool(name: str, value: Any) -> None:
 
 def setting_problem(name: str, value: Any) -> str | None:
     """What ``value`` should be for setting ``name``, or None when Scrapy can read it."""
-    default = _defaults().get(name)
+    default = setting_default(name)
     try:
         if isinstance(default, bool):
             _readable_bool(name, value)

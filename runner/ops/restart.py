@@ -33,6 +33,7 @@ from runner.state import RunnerLaunch, read_status
 from runner.usage import UsageError
 from scraper.config import CONFIG_ENV, REDIS_URL_ENV, SPIDER_NAMES, ConfigError, load_config
 from scraper.layout import DataLayout
+from scraper.settingtypes import setting_default
 from scraper.urlmask import is_masked, mask_url
 
 UP_TIMEOUT = 60.0
@@ -134,13 +135,7 @@ def safe_setting(name: str) -> bool:
     write: a number or a switch (its default is one), or plain text that names nothing to
     load. Never ``JOBDIR`` (Scrapy unpickles the requests it keeps there), a class path, a
     component map, a feed or a file."""
-    from scraper import settings as defaults
-
-    default = getattr(defaults, name, None)
-    if default is None:
-        from scrapy.settings import default_settings
-
-        default = getattr(default_settings, name, None)
+    default = setting_default(name)
     return name in SAFE_TEXT_SETTINGS or (isinstance(default, (bool, int, float))
                                           and name != "JOBDIR")
 
