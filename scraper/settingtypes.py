@@ -24,9 +24,10 @@ SCRAPY_DEFAULTS = "scrapy.settings.default_settings"
 
 def _scrapy_defaults() -> dict[str, Any]:
     """Scrapy's defaults (``scrapy.settings.default_settings``). Importing that module imports
-    the ``scrapy`` package, whose ``__init__`` loads the whole HTTP stack (about 0.5 s of CPU):
-    too much for the commands cron runs every minute (status, watchdog, size), which read a
-    config too. Unless Scrapy is loaded already, they are read from the module's source."""
+    the ``scrapy`` package, whose ``__init__`` loads the whole HTTP stack: more than the whole
+    rest of the commands cron runs every minute (status, watchdog, size), which read a config
+    too (``python -m benchmarks.commands``). Unless Scrapy is loaded already, they are read
+    from the module's source."""
     loaded = sys.modules.get(SCRAPY_DEFAULTS)
     if loaded is not None:
         return vars(loaded)

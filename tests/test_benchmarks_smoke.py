@@ -159,3 +159,18 @@ def test_history_store_times_open_both_stores_in_fresh_processes(tmp_path: Path)
     for kind in ("deltafetch", "contenthash"):
         assert result[kind]["open_s"] > 0 and result[kind]["quick_check_s"] > 0, result
         assert result[kind]["bytes"] > 2000 * 20, result
+
+
+@pytest.mark.timeout(120)
+def test_commands_measures_each_short_command_against_a_scrapy_import(tmp_path: Path) -> None:
+    out = tmp_path / "commands.json"
+    result = bench("benchmarks.commands", "--repeat", "1", "--out", str(out))
+    rows = {row["command"]: row for row in json.loads(out.read_text())["rows"]}
+    assert {"python -c pass", "import scrapy", "runner status", "runner watchdog",
+            "runner size --every 100MB", "runner stop", "runner catalog"} == set(rows)
+    assert all(row["cpu_s"] > 0 for row in rows.values()), rows
+    assert rows["import scrapy"]["imports_scrapy"]
+    # None of the commands cron runs imports Scrapy just to read the config.
+    assert not [name for name, row in rows.items()
+                if name.startswith("runner ") and row["imports_scrapy"]], rows
+    assert "× import scrapy" in result.stdout

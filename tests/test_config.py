@@ -418,8 +418,9 @@ def test_scrapys_defaults_read_from_its_source_are_its_flags_numbers_and_dicts()
 
 def test_a_config_with_scrapy_settings_is_checked_without_importing_scrapy() -> None:
     """The commands cron runs (status, watchdog, size) read the config: checking its
-    ``settings`` values does not import Scrapy (about 0.5 s of CPU each time), and still finds
-    a value Scrapy could not read."""
+    ``settings`` values does not import Scrapy (0.7-0.9 s of CPU each time, as
+    ``python -m benchmarks.commands`` measures), and still finds a value Scrapy could not
+    read."""
     program = """
 import sys
 from scraper.config import ConfigError, parse_config
