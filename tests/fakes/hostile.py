@@ -272,7 +272,7 @@ class Hostile:
             head.append(f"Content-Length: {total}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
         chunk = b"<p>" + b"x" * (CHUNK - 8) + b"</p>\n\n"
-        sent = 0
+        sent = self.bytes_sent[key] = 0  # a client that hangs up after the headers got none
         try:
             await writer.drain()
             while sent < total and not writer.is_closing():
