@@ -14,6 +14,8 @@ from tests.support import Collector
 
 install_session_reactor()
 
+pytest_plugins = ["tests.signalstate"]
+
 # A suite started in the background by a script (`pytest … &`) inherits SIGINT ignored, as
 # POSIX has a shell's background jobs do, and every runner it starts would keep ignoring it:
 # the Ctrl-C tests need children that start as a terminal's foreground command does.
