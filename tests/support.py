@@ -158,11 +158,14 @@ class Collector:
             done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
         return done
 
+    def worker_state_path(self, spider: str, shard: str = "0/1") -> Path:
+        """A spider-shard's state file, written once its round has opened."""
+        i, n = shard.split("/")
+        return self.data_dir / "state" / "workers" / f"{spider}-{i}of{n}.json"
+
     def worker_state(self, spider: str, shard: str = "0/1") -> dict[str, Any]:
         """The whole state file of a spider-shard (pid, started_at, updated_at, stats…)."""
-        i, n = shard.split("/")
-        path = self.data_dir / "state" / "workers" / f"{spider}-{i}of{n}.json"
-        return json.loads(path.read_text())
+        return json.loads(self.worker_state_path(spider, shard).read_text())
 
     def items_by_file(self, spider: str) -> dict[str, list[dict[str, Any]]]:
         """Item lines per visible ``.jsonl`` file name."""

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from scraper.sharding import UNSHARDED, Shard, ShardError
+from tests.fakes.launcher import FakeServer
 from tests.incrawler import crawl_round
-from tests.support import Collector
+from tests.support import Collector, wait_for
 
 # --- unit ----------------------------------------------------------------------------------------
 
@@ -82,10 +83,19 @@ LIMITS = {"search": {"limit": 1000, "window": 60}, "core": {"limit": 5000, "wind
 
 
 def run_sharded_and_unsharded(sharded: Collector, unsharded: Collector, spider: str,
-                              count: int) -> None:
-    """All shards of ``spider`` and one unsharded run, every process at the same time."""
+                              count: int, server: FakeServer) -> None:
+    """All shards of ``spider`` and one unsharded run, every process at the same time:
+    ``server`` holds every request until each shard has opened its round, however long a
+    busy machine takes to start one process after another."""
+    server.control(hold=True)
     procs = [sharded.start_crawl(spider, f"{i}/{count}") for i in range(count)]
     procs.append(unsharded.start_crawl(spider))
+    try:
+        wait_for(lambda: all(sharded.worker_state_path(spider, f"{i}/{count}").exists()
+                             for i in range(count)) or any(p.poll() is not None for p in procs),
+                 60, f"every {spider} shard to open its round")
+    finally:
+        server.control(hold=False)
     results = Collector.wait_all(procs, timeout=120)
     for result in results:
         assert result.returncode == 0, (result.args, result.stderr[-3000:])
@@ -142,7 +152,7 @@ def test_docs_shards_run_together_equal_the_unsharded_run(tmp_path, fake_docs_fa
     sharded, unsharded = Collector(tmp_path / "sharded"), Collector(tmp_path / "unsharded")
     for home in (sharded, unsharded):
         home.configure(docs_urls=start_urls)
-    run_sharded_and_unsharded(sharded, unsharded, "docs", 3)
+    run_sharded_and_unsharded(sharded, unsharded, "docs", 3, docs)
 
     whole = unsharded.items("docs")
     per_shard = items_per_shard(sharded, "docs", 3)

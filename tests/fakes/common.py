@@ -173,6 +173,19 @@ class FakeProcess:
         self.add_control("reset_stats", lambda v: self.recorder.reset() if v else None)
         self.add_control("latency_ms", self.latency.set_ms)
         self.add_control("jitter", self.latency.set_jitter)
+        # Held, every recorded request waits until released: a test can start several crawls
+        # and let them fetch only once each one is running, so they surely run at once.
+        self.released = asyncio.Event()
+        self.released.set()
+        self.add_control("hold", self._hold)
+
+    def _hold(self, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ControlError("hold must be true or false")
+        if value:
+            self.released.clear()
+        else:
+            self.released.set()
 
     def add_control(self, key: str, handler: ControlHandler) -> None:
         self._controls[key] = handler
@@ -188,7 +201,8 @@ class FakeProcess:
             self._controls[key](value)
 
     def config(self) -> dict[str, Any]:
-        return {"latency_ms": self.latency.ms, "jitter": self.latency.jitter}
+        return {"latency_ms": self.latency.ms, "jitter": self.latency.jitter,
+                "hold": not self.released.is_set()}
 
     def stats(self) -> dict[str, Any]:
         return self.recorder.snapshot()
@@ -222,11 +236,13 @@ class FakeProcess:
     def _middleware(self, app_name: str) -> Any:
         recorder = self.recorder
         latency = self.latency
+        released = self.released
 
         @web.middleware
         async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
             if request.path in UNRECORDED_PATHS:
                 return await handler(request)
+            await released.wait()
             started = time.time()
             status = 500
             recorder.enter(app_name)
