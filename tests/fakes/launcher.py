@@ -1,9 +1,17 @@
-"""Start the fake servers as subprocesses and talk to their ``/_stats`` and ``/_control``."""
+"""Start the fake servers as subprocesses and talk to their ``/_stats`` and ``/_control``.
+
+Each server is a process of its own, forked from one server-less process per test process that
+has imported the fakes and aiohttp once (multiprocessing's forkserver): a start costs a fork,
+not an interpreter and its imports, which a suite starting a hundred servers paid again each
+time. ``python -m tests.fakes.github …`` runs the same server by hand.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -23,6 +31,53 @@ STOP_TIMEOUT_S = 5.0
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+FAKE_MODULES = ("github", "docs", "hostile")
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload([f"tests.fakes.{module}" for module in FAKE_MODULES])
+
+
+def _serve(module: str, argv: list[str], log: str) -> None:
+    """The forked child: ``python -m tests.fakes.MODULE ARGV`` with stderr to ``log``."""
+    with open(log, "ab", buffering=0) as stderr, open(os.devnull, "wb") as null:
+        os.dup2(stderr.fileno(), 2)
+        os.dup2(null.fileno(), 1)
+    os.chdir(REPO_ROOT)
+    fake = importlib.import_module(f"tests.fakes.{module}")
+    sys.argv = [fake.__file__ or module, *argv]
+    fake.main(argv)
+
+
+class ForkedServer:
+    """The few things of ``subprocess.Popen`` a :class:`FakeServer` uses, for a forked child."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess) -> None:
+        self._process = process
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def send_signal(self, sig: int) -> None:
+        if self._process.pid is not None and self._process.exitcode is None:
+            os.kill(self._process.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired(f"fake server {self.pid}", timeout or 0)
+        return self._process.exitcode
+
+
 class FakeServer:
     """A started fake server process.
 
@@ -30,7 +85,7 @@ class FakeServer:
     for docs.
     """
 
-    def __init__(self, name: str, process: subprocess.Popen[bytes], urls: dict, log: Path) -> None:
+    def __init__(self, name: str, process: ForkedServer, urls: dict, log: Path) -> None:
         self.name = name
         self.process = process
         self.urls = urls
@@ -109,18 +164,12 @@ def _start(module: str, tmp_path: Path | str, options: dict[str, Any]) -> FakeSe
     stem = f"fake-{module}-{uuid.uuid4().hex[:8]}"
     port_file = directory / f"{stem}.json"
     log = directory / f"{stem}.stderr"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    argv = [sys.executable, "-m", f"tests.fakes.{module}", "--port-file", str(port_file)]
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            argv + _argv(options),
-            cwd=REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    log.write_bytes(b"")
+    argv = ["--port-file", str(port_file), *_argv(options)]
+    child = _FORKSERVER.Process(target=_serve, args=(module, argv, str(log)), daemon=False,
+                                name=f"fake-{module}")
+    child.start()
+    process = ForkedServer(child)
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while True:
         if port_file.exists():
