@@ -43,6 +43,12 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def next_second() -> None:
+    """Sleep into the next wall-clock second: item stamps (``collected_at``, ``observed_at``)
+    are to the second, so a round started after this is stamped after every round before it."""
+    time.sleep(1.0 - time.time() % 1.0 + 0.01)
+
+
 class Collector:
     """One collector home: ``collector.yaml`` and its ``data_dir``."""
 

@@ -36,7 +36,7 @@ from scraper.config import ConfigError, parse_config
 from scraper.parsers.trending import parse_trending
 from tests.fakes.launcher import start_fake_docs, start_fake_github
 from tests.incrawler import crawl_round
-from tests.support import RUNNER, Collector, wait_for
+from tests.support import RUNNER, Collector, next_second, wait_for
 
 LANGUAGES, PERIODS = ["", "python"], ["daily"]
 GENERATIONS = (0, 0, 2, 2, 5)
@@ -94,10 +94,12 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> Any:
                 served[("daily", language)].append([
                     (r.rank, r.full_name, r.stars, r.forks, r.period_stars, r.language,
                      r.description) for r in parse_trending(page, web)])
+            next_second()  # each round's stamps its own: "the latest" of two is never a tie
             _crawl(collector, "trending")
         for generation in (0, 1):
             github.control(generation=generation)
             docs.control(generation=generation)
+            next_second()
             _crawl(collector, "search")
             _crawl(collector, "docs")
         yield Collected(collector, dict(served), web)

@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from scraper.stamps import utc_stamp
 from tests.fakes.launcher import start_fake_docs
 from tests.generator_pages import PAGES, PAGES_DIR
 from tests.incrawler import crawl_log, crawl_round
-from tests.support import Collector, wait_for
+from tests.support import Collector, next_second
 
 REAL = [page for page in PAGES if page.code_blocks][:4]
 # A crafted page whose code cannot be a fenced block: a <pre> inside a heading.
@@ -67,8 +66,7 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Any:
             log.extend(lines)
             if generation == 0:
                 between = max(item["collected_at"] for item in collector.items("docs"))
-                # Stamps are to the second: the second round's must come after this one's.
-                wait_for(lambda last=between: utc_stamp() > last, 5, "the next second")
+                next_second()  # the second round's stamps come after this one's
             _run(collector, "catalog")
         yield Crawled(collector, base, between, "\n".join(log))
     finally:
