@@ -39,6 +39,7 @@ from pipelines.segments import (
 )
 from scraper.diskspace import is_disk_full, report_disk_full
 from scraper.layout import DataLayout, worker_slug
+from scraper.signals import item_written
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class JsonLinesItemStore:
         self.good_size += len(line)
         self.count += 1
         self.crawler.stats.inc_value("itemstore/written")
+        self.crawler.signals.send_catch_log(item_written, item=item)
         return item
 
     def _disk_full(self, exc: OSError) -> None:

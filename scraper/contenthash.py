@@ -5,11 +5,13 @@ Redis across machines, see :mod:`scraper.stores.base`):
 
 * ``process_item`` stamps ``content_hash`` and *claims* it: an item whose hash is written
   already, or in flight in this process, is dropped as a :class:`DuplicateItem`;
-* once every pipeline has passed the item (``item_scraped``: the item store has written it) the
-  claim is *confirmed*: the hash is stored;
+* once the item store has written the item (``item_written``, in the same call as the write;
+  without the item store, a feeds-only run, once every pipeline has passed it: ``item_scraped``)
+  the claim is *confirmed*: the hash is stored;
 * an item that is not written after all (a later pipeline failed or dropped it) *releases* it.
 
-A kill between writing an item and confirming its hash may duplicate a line, never lose one.
+A kill between writing an item and confirming its hash may duplicate a line, never lose one;
+confirmed as it is written, one item at most is in that gap, so a kill duplicates at most one.
 The store is per spider, shared by all its shards (and, on Redis, by every machine), so a new
 shard plan never makes collected content new again. ``CONTENTHASH_RESET`` (or ``-a
 contenthash_reset=1``) ignores the hashes written before this run (a hash's value is its item's
@@ -32,6 +34,7 @@ from scraper.diskspace import round_closed_when_full, skipped_when_full
 from scraper.engine import engine_closing
 from scraper.exceptions import DuplicateItem
 from scraper.items import content_hash, is_deduplicated
+from scraper.signals import item_written
 from scraper.spiderargs import reset_requested
 from scraper.stamps import utc_stamp
 from scraper.stores.base import ContentHashStorage, StoreUnavailable, build_store
@@ -48,7 +51,10 @@ class ContentHashDedup:
         self.stats = crawler.stats
         # Claimed, not yet written: a second copy in that gap is a duplicate.
         self.in_flight: set[str] = set()
-        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.confirm_written, signal=item_written)
+        # A feeds-only run has no item store to say so: its items count once every pipeline
+        # passed them. With the store, item_written has confirmed them already.
+        crawler.signals.connect(self.confirm_written, signal=signals.item_scraped)
         crawler.signals.connect(self.item_failed, signal=signals.item_error)
         crawler.signals.connect(self.item_failed, signal=signals.item_dropped)
 
@@ -106,7 +112,7 @@ class ContentHashDedup:
         self.stats.inc_value("contenthash/dropped")
         raise DuplicateItem(f"content already collected ({digest[:12]})", log_level="DEBUG")
 
-    def item_scraped(self, item: Any, **kwargs: Any) -> None:
+    def confirm_written(self, item: Any, **kwargs: Any) -> None:
         digest = item.get("content_hash")
         if digest in self.in_flight:
             self.in_flight.discard(digest)

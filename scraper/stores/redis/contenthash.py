@@ -6,7 +6,7 @@ workers would both write a page that sits under two URLs. So:
 
 * ``process_item`` *claims* the hash — one script: not in ``contenthash`` (written items) and
   ``SET claim:{hash} worker NX EX CLAIM_TTL`` — or drops the item as a duplicate;
-* once the item is written (``item_scraped``) the claim is *confirmed*: the hash goes into
+* once the item is written (``item_written``) the claim is *confirmed*: the hash goes into
   ``contenthash`` and the claim is deleted (write-behind: never lost, see :mod:`writebehind`);
 * an item that is not written after all (a later pipeline failed) releases its claim.
 

@@ -1,0 +1,8 @@
+"""The collector's own signals, sent through ``crawler.signals`` as Scrapy's are."""
+
+item_written = object()
+"""Sent by the item store (:mod:`pipelines.itemstore`) right after an item's line is written,
+within the same call (args: ``item``). Scrapy's ``item_scraped`` comes later, on a later turn of
+the event loop, by which time other items may have been written too: a handler that records an
+item as collected (the content-hash store) runs here, so a kill between a write and its record
+can leave at most that one item unrecorded (one duplicate line, never a lost one)."""
