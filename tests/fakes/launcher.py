@@ -166,7 +166,8 @@ def _start(module: str, tmp_path: Path | str, options: dict[str, Any]) -> FakeSe
     log = directory / f"{stem}.stderr"
     log.write_bytes(b"")
     argv = ["--port-file", str(port_file), *_argv(options)]
-    child = _FORKSERVER.Process(target=_serve, args=(module, argv, str(log)), daemon=False,
+    # A daemon: one a test left running is ended as its test process exits, not waited for.
+    child = _FORKSERVER.Process(target=_serve, args=(module, argv, str(log)), daemon=True,
                                 name=f"fake-{module}")
     child.start()
     process = ForkedServer(child)
