@@ -2,6 +2,9 @@ import os
 import sys
 
 try:
+    from runner.interrupt import remember_interrupts
+
+    remember_interrupts()
     from runner.cli import main
 
     sys.exit(main())

@@ -30,6 +30,7 @@ from runner.cluster import box_summary
 from runner.dataset.schedule import CatalogSchedule
 from runner.exitstatus import describe_exit
 from runner.flownotice import DataFlowNotices
+from runner.interrupt import raise_if_interrupted
 from runner.memory import MemoryGuard
 from runner.metrics import MetricsWriter
 from runner.outcome import once_summary, round_failed
@@ -242,6 +243,7 @@ class Supervisor:
 
     def run(self) -> int:
         self._install_signals()
+        raise_if_interrupted()  # a Ctrl-C during the start whose exception something swallowed
         self._write_launch()
         self._write_resolved()
         self.reserve.ensure()
