@@ -13,6 +13,9 @@ from typing import Any
 
 import yaml
 
+from scraper.layout import DataLayout
+from scraper.sharding import Shard
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCRAPY = [sys.executable, "-m", "scrapy"]
 RUNNER = [sys.executable, "-m", "runner"]
@@ -166,8 +169,7 @@ class Collector:
 
     def worker_state_path(self, spider: str, shard: str = "0/1") -> Path:
         """A spider-shard's state file, written once its round has opened."""
-        i, n = shard.split("/")
-        return self.data_dir / "state" / "workers" / f"{spider}-{i}of{n}.json"
+        return DataLayout(self.data_dir).worker_state(spider, Shard.parse(shard))
 
     def worker_state(self, spider: str, shard: str = "0/1") -> dict[str, Any]:
         """The whole state file of a spider-shard (pid, started_at, updated_at, stats…)."""
