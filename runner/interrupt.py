@@ -4,8 +4,8 @@ Until the supervisor installs its own handlers, SIGINT raises ``KeyboardInterrup
 default handler does, and is also remembered. Python runs a signal's handler wherever the main
 thread happens to be, a weakref callback or ``__del__`` that the garbage collector runs in the
 middle of an import included, and an exception raised there is printed as "Exception ignored"
-and dropped: the runner went on to start its workers as if nothing had been pressed (about 1 start
-in 60 on a busy machine). The supervisor asks :func:`raise_if_interrupted` once its own handlers
+and dropped: the runner went on to start its workers as if nothing had been pressed (seen on a
+busy machine). The supervisor asks :func:`raise_if_interrupted` once its own handlers
 are in place, so an interrupt that was swallowed before then still ends the start.
 """
 

@@ -1,10 +1,10 @@
 """Every test starts with the session's signal dispositions and an empty signal mask.
 
-A test that runs the collector's code in this process can change them (``cmd_run`` ignores
-SIGHUP while it starts, the supervisor and Scrapy install handlers, a worker blocks SIGTERM and
-SIGINT until its engine runs). Left as they are, they reach the processes later tests start: a
-signal ignored here is ignored by a child from its first instruction, until it installs its own
-handler, so a Ctrl-C sent to a runner that is still starting is lost and the runner runs on.
+A test that runs the collector's code in this process can change them: ``cmd_run`` ignores
+SIGHUP while it starts, and ``test_faults_input.py`` left it ignored in its pytest worker. Left
+as they are, they reach the processes later tests start: a signal ignored (or blocked) here is
+ignored by a child from its first instruction until it installs its own handler, so the child
+no longer starts as the user's command would.
 """
 
 from __future__ import annotations

@@ -351,7 +351,7 @@ def test_a_ctrl_c_swallowed_while_the_runner_starts_still_ends_the_start(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Python runs a SIGINT handler wherever the main thread is: in a weakref callback that the
     garbage collector runs mid-import, its KeyboardInterrupt is printed as "Exception ignored"
-    and dropped, and the runner went on to crawl (about 1 start in 60 of the test above, on a
+    and dropped, and the runner went on to crawl (the test above hung so, now and then, on a
     busy machine). The start remembers it; the supervisor, its own handlers in place, ends the
     start with it (runner/interrupt.py)."""
     swallowed: list[type[BaseException] | None] = []
