@@ -31,10 +31,10 @@ SLOWEST_FILES = (
     "test_runner_state.py", "test_reload.py", "test_distributed_secrets.py",
     "test_autoscale.py", "test_shared_stores.py",
 )
-"""The files that take longest on 2 cores (about 25 s to 100 s each), longest first. xdist
-hands whole files (``--dist loadfile``) to its workers in collection order
-(``--no-loadscope-reorder``): one of these handed out last would run alone at the end, as the
-kill -9 file did under xdist's own order (by test count) for the suite's last 45 s."""
+"""The files that take longest in the suite, longest first. xdist hands whole files
+(``--dist loadfile``) to its workers in collection order (``--no-loadscope-reorder``): one of
+these handed out last would run alone at the end, as the kill -9 file (its one test about 40 s,
+``--durations`` shows) did under xdist's own order, by test count."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
