@@ -74,10 +74,13 @@ def test_closed_ports_alert_once_then_recover_after_the_fix(
     with open(f"/proc/{pids[0]}/comm") as comm:  # named in ps and top
         assert comm.read().strip().startswith("hc docs ")
 
-    # Within failed_rounds rounds: every shard has failed that many rounds in a row.
-    wait_for(lambda: len(files := worker_files(ops.collector)) == 2
-             and all(f["failed_rounds"] >= 2 for f in files), 60, "two failed rounds each")
-    record = worker_files(ops.collector)[0]
+    # Within failed_rounds rounds: every shard has failed that many rounds in a row. Judged on
+    # records of rounds that ended: the next round's opening record carries failed_rounds over
+    # with no request sent yet (round_interval is 1 s, so one is often open).
+    files = wait_for(lambda: files if len(files := worker_files(ops.collector)) == 2
+                     and all(f["failed_rounds"] >= 2 and f["finished"] for f in files) else None,
+                     60, "two failed rounds each")
+    record = files[0]
     assert record["ok"] == 0 and record["requests"] >= 1
     assert record["responses"].get("failed", 0) >= 1
     assert f"127.0.0.1:{port}" in record["first_error"]
