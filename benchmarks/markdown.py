@@ -1,6 +1,6 @@
 """``python -m benchmarks.markdown``: which HTML→Markdown conversion keeps a docs page (issue 18).
 
-Every real page in shared/fixtures/docs, converted by each contender:
+Every real page in tests/data/docs, converted by each contender:
 
 - **walker** — ours (scraper/parsers/markdown.py) exactly as the spider runs it: the whole page
   parsed, its main content chosen, furniture skipped, converted.

@@ -1,4 +1,4 @@
-"""The real docs pages in shared/fixtures/docs, what each one holds, and how to read back
+"""The real docs pages in tests/data/docs, what each one holds, and how to read back
 from Markdown what a converter kept: used by tests/test_docs_markdown.py and
 benchmarks/markdown.py alike.
 
@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import lxml.html
 
-# shared/ sits beside the checkout (/work/main) or beside its worktrees' parent (/work/wt/x).
-FIXTURES = next(parent / "shared/fixtures/docs" for parent in Path(__file__).resolve().parents
-                if (parent / "shared/fixtures/docs").is_dir())
+from tests.fakes.data import DOCS_PAGES
+
+FIXTURES = DOCS_PAGES
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 ``scrapy crawl docs`` against the fake docs host: generated sites (links in cycles, mirrors,
 robots.txt, a flaky page, a PDF and a PNG not to follow) and every real page of
-``shared/fixtures/docs``. Each item field is recorded as a digest of its JSON, with the fake
+``tests/data/docs``. Each item field is recorded as a digest of its JSON, with the fake
 host's address replaced, so a recording holds no page text and does not depend on the port;
 the paths the host was asked for record the links followed.
 

@@ -1,4 +1,4 @@
-"""Real pages of documentation generators beyond the five in shared/fixtures/docs, kept in
+"""Real pages of documentation generators beyond the five in tests/data/docs, kept in
 tests/data/generators (tests/data/generators/README.md names each page's repository, branch,
 path and commit), and the code a reader sees in each code block, read from the HTML on its own:
 used by tests/test_docs_generators.py and benchmarks/markdown.py.

@@ -24,10 +24,11 @@ import pytest
 
 from scraper.items import SearchRepoItem, TrendingRepoItem, content_hash
 from scraper.parsers.trending import parse_trending
+from tests.fakes.data import API_EXAMPLES
 from tests.incrawler import crawl_round
-from tests.support import REPO_ROOT, Collector
+from tests.support import Collector
 
-EXAMPLE_SEARCH = REPO_ROOT.parent / "shared/fixtures/github/api/search_repositories_example.json"
+EXAMPLE_SEARCH = API_EXAMPLES / "search_repositories_example.json"
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 TOKEN = "secret-token"
 TRENDING_FIELDS = {"full_name", "owner", "name", "url", "description", "language", "stars",

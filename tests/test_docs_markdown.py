@@ -1,4 +1,4 @@
-"""Docs pages as Markdown: the real pages in shared/fixtures/docs, as their sites served them
+"""Docs pages as Markdown: the real pages in tests/data/docs, as their sites served them
 (tests/docs_fixtures.py says what each holds), and pages built to break a converter."""
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ from urllib.parse import urlencode
 
 import pytest
 
+from tests.fakes.data import API_EXAMPLES
 from tests.fakes.launcher import FakeServer, start_fake_docs, start_fake_github
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "shared/fixtures/github/api"
+EXAMPLE = API_EXAMPLES
 EXAMPLE_SEARCH = EXAMPLE / "search_repositories_example.json"
 LINK = re.compile(r'<([^>]+)>; rel="(\w+)"')
 GITHUB_DEFAULTS = {"search": {"limit": 1000, "window": 60}, "core": {"limit": 1000, "window": 60}}

@@ -36,15 +36,13 @@ from scraper.trendingpages import (
     parse_profile,
 )
 from spiders.trending import TrendingSpider, listing_of
+from tests.fakes.data import TRENDING_PAGES
 from tests.incrawler import project_crawler
 from tests.parsers import broken
 from tests.support import Collector
 
 PAGES = Path(__file__).resolve().parent / "data/trending_developers"
-# shared/ sits beside the checkout, or beside its worktrees' parent.
-REPO_PAGE = next(parent / "shared/fixtures/github/trending/2026-04_python_daily.html"
-                 for parent in Path(__file__).resolve().parents
-                 if (parent / "shared/fixtures/github/trending").is_dir())
+REPO_PAGE = TRENDING_PAGES / "2026-04_python_daily.html"
 BASE = "https://github.com/trending/developers"
 
 

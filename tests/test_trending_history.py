@@ -23,6 +23,7 @@ from scraper.stores.archive import (
     ParseProfile,
     body_sha256,
 )
+from tests.fakes.data import TRENDING_PAGES
 from tests.incrawler import crawl_log, crawl_round
 from tests.support import Collector
 
@@ -190,10 +191,7 @@ def test_drift_is_one_unhealthy_line_per_spider() -> None:
 
 
 def test_archive_keeps_each_body_once_and_gives_it_back_byte_for_byte(tmp_path: Path) -> None:
-    real = Path(__file__).resolve().parents[2]
-    fixture = next(p / "shared/fixtures/github/trending/2026-04_python_daily.html"
-                   for p in [real, *real.parents]
-                   if (p / "shared/fixtures/github/trending").is_dir())
+    fixture = TRENDING_PAGES / "2026-04_python_daily.html"
     body = fixture.read_bytes()
     # GitHub serves every page with its own request id and tokens.
     again = body.replace(b"F579:1C9196:20BC9FF:27D3E8A:69ED000F",

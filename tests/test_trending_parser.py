@@ -6,13 +6,13 @@ Expected values were read off the fixture HTML by hand, not produced by the pars
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from scraper.parsers.trending import TrendingRow, _count, parse_trending
+from tests.fakes.data import TRENDING_PAGES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "github" / "trending"
+FIXTURES = TRENDING_PAGES
 BASE_ALL = "https://github.com/trending"
 BASE_PYTHON = "https://github.com/trending/python?since=daily"
 ENTITY_RE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);")

@@ -5,7 +5,7 @@
         [--fixtures DIR] [--redirect] [--sitemap]
 
 Site k lives under ``/site{k}/``; each real page in ``--fixtures`` (default
-``shared/fixtures/docs``) is served byte-exact as ``/fixtures/{file stem}/``, a site of its own,
+``tests/data/docs``) is served byte-exact as ``/fixtures/{file stem}/``, a site of its own,
 with ``Last-Modified: FIXTURE_LAST_MODIFIED``; ``/site{k}/``, ``/site{k}/index.html`` and
 ``/site{k}/page0.html`` are byte-identical mirrors. Pages link to each other in cycles and
 to everything a crawler must *not* follow (robots-disallowed, other sites, other hosts,
@@ -34,6 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from .common import FakeProcess, Payload, add_common_args, run, serve
+from .data import DOCS_PAGES
 
 HTML_TYPE = "text/html; charset=utf-8"
 XML_TYPE = "application/xml"
@@ -49,10 +50,7 @@ SCRIPT_MARKER = "SCRIPT_TEXT_MUST_NOT_BE_EXTRACTED"
 STYLE_MARKER = "STYLE_TEXT_MUST_NOT_BE_EXTRACTED"
 SITE_PATH = re.compile(r"^/site(0|[1-9][0-9]*)/(.*)$")
 FIXTURE_PATH = re.compile(r"^/fixtures/([\w.-]+)/$")
-# shared/ sits beside the checkout (/work/main) or beside its worktrees' parent (/work/wt/x).
-DEFAULT_FIXTURES = next(parent / "shared/fixtures/docs"
-                        for parent in Path(__file__).resolve().parents
-                        if (parent / "shared/fixtures/docs").is_dir())
+DEFAULT_FIXTURES = DOCS_PAGES
 FIXTURE_LAST_MODIFIED = "Sat, 01 Aug 2026 10:00:00 GMT"
 PAGE_NAME = re.compile(r"^page(0|[1-9][0-9]*)\.html$")
 

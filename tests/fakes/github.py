@@ -32,12 +32,9 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from .common import ControlError, FakeProcess, Payload, add_common_args, run, serve
+from .data import TRENDING_PAGES
 
-# The nearest shared/ above the checkout: beside it, or further up for a git worktree.
-DEFAULT_TRENDING = next((p / "shared/fixtures/github/trending"
-                         for p in Path(__file__).resolve().parents[3:]
-                         if (p / "shared/fixtures/github/trending").is_dir()),
-                        Path(__file__).resolve().parents[3] / "shared/fixtures/github/trending")
+DEFAULT_TRENDING = TRENDING_PAGES
 RATE_DOCS = "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"
 SECONDARY_DOCS = (
     "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
