@@ -151,7 +151,7 @@ def docs_request_entry(i: int) -> bytes:
     """A docs request as the shared queue holds it (the project's serializer)."""
     from scrapy import Request, Spider
 
-    from scraper.distributed import serializer
+    from scraper.cluster import serializer
 
     class Docs(Spider):
         name = "docs"
@@ -168,8 +168,8 @@ def docs_request_entry(i: int) -> bytes:
 
 
 def memory_part(scale: Scale, redis: Redis) -> dict[str, Any]:
-    from scraper.distributed.keys import Keys
-    from scraper.stores.redis.contenthash import unix_seconds
+    from scraper.dedup.redishashes import unix_seconds
+    from scraper.redis.keys import Keys
 
     keys, n = Keys(), scale.memory_n
     template = docs_request_entry(0)

@@ -102,7 +102,7 @@ def nginx_version() -> str | None:
 
 
 def machine_info() -> dict[str, Any]:
-    from runner.memory import cgroup_limit
+    from runner.supervision.memoryguard import cgroup_limit
 
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {

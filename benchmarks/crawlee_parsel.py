@@ -4,7 +4,7 @@
 
 Crawlee's defaults (its HTTP client, autoscaled pool, file-system storage for the request queue
 and the dataset) with concurrency up to 16, robots.txt respected, 3 retries, and the collector's
-own page extraction (``scraper.parsers.docs``). Runs only when ``crawlee`` is installed.
+own page extraction (``scraper.docpages.extract``). Runs only when ``crawlee`` is installed.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scraper.docsites import site_prefix
-from scraper.parsers.docs import extract_page, follow_links
+from scraper.docpages.extract import extract_page, follow_links
+from scraper.docpages.sites import site_prefix
 
 CONCURRENCY = 16
 

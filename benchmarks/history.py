@@ -38,8 +38,8 @@ import yaml
 
 from benchmarks.catalog import PERIODS, WORDS, measure
 from benchmarks.common import REPO_ROOT, RESULTS_DIR, machine_info
-from runner.dataset import queries
-from scraper.config import ROUND_INTERVALS, TrendingConfig
+from runner.catalog import queries
+from scraper.config.collector import ROUND_INTERVALS, TrendingConfig
 
 HOUR = 3600
 START = 1_798_761_600  # 2027-01-01T00:00:00Z
@@ -179,8 +179,8 @@ def query_times(catalog: Path, name: str) -> dict[str, float]:
 STORE_OPEN = """
 import sqlite3, sys, time
 from pathlib import Path
-from scraper.stores.sqlite.contenthash import SqliteContentHashStore
-from scraper.stores.sqlite.deltafetch import STORE_KIND, DeltaFetchStore
+from scraper.dedup.sqlitehashes import SqliteContentHashStore
+from scraper.dedup.sqliteurls import STORE_KIND, DeltaFetchStore
 started = time.perf_counter()
 store = (SqliteContentHashStore(Path(sys.argv[2])) if sys.argv[1] == "contenthash"
          else DeltaFetchStore(Path(sys.argv[2]), STORE_KIND))
@@ -199,8 +199,8 @@ per-open work an earlier version did (it grew with the store)."""
 
 def fill_store(path: Path, kind: str, keys: int) -> None:
     """A store of ``keys`` entries: made by the store class, filled in key order in bulk."""
-    from scraper.stores.sqlite.contenthash import SqliteContentHashStore
-    from scraper.stores.sqlite.deltafetch import STORE_KIND, DeltaFetchStore
+    from scraper.dedup.sqlitehashes import SqliteContentHashStore
+    from scraper.dedup.sqliteurls import STORE_KIND, DeltaFetchStore
 
     store = (SqliteContentHashStore(path) if kind == "contenthash"
              else DeltaFetchStore(path, STORE_KIND))

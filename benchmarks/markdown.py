@@ -2,7 +2,7 @@
 
 Every real page in tests/data/docs, converted by each contender:
 
-- **walker** — ours (scraper/parsers/markdown.py) exactly as the spider runs it: the whole page
+- **walker** — ours (scraper/docpages/markdown.py) exactly as the spider runs it: the whole page
   parsed, its main content chosen, furniture skipped, converted.
 - **markdownify** (BeautifulSoup) and **html2text** — given a head start: the same main content
   with the furniture already removed, so only the conversion is compared. markdownify gets ATX
@@ -53,9 +53,9 @@ from benchmarks.common import (
     ratio,
     write_json,
 )
-from scraper.parsers.docs import MAIN_XPATHS, extract_page, is_boilerplate
-from scraper.parsers.fidelity import read_fences
-from scraper.parsers.markdown import INVISIBLE, language_of
+from scraper.docpages.extract import MAIN_XPATHS, extract_page, is_boilerplate
+from scraper.docpages.fidelity import read_fences
+from scraper.docpages.markdown import INVISIBLE, language_of
 from tests import docs_fixtures as fixtures
 from tests import generator_pages
 from tests.fakes.hostile import NESTED_DIVS, NESTED_TEXT, dense_page

@@ -2,9 +2,9 @@
 
 The parent is the one process that lives for months; every round it forks a worker, reaps it,
 writes status, metrics and size samples. This runs the real ``python -m runner`` against the
-project's fake docs host with rounds as short as they get (``round_interval: 0``,
-``refresh_after: 0``, one page per site), until its workers have done ``--rounds`` rounds in
-all, and samples the parent alone (RSS, USS, open descriptors, threads) as the rounds go by.
+project's fake docs host with rounds as short as they get (``round_interval: 0``, ``refresh_after:
+0``, one page per site), until its workers have done ``--rounds`` rounds in all (and two samples are
+taken), and samples the parent alone (RSS, USS, open descriptors, threads) as the rounds go by.
 Flat means: the fewest descriptors open at once in the second half of the rounds no more than
 in the first, and the most no more than that and one per worker and the catalog child (a
 sample may catch a round's pipe open), RSS never more than ``--rss-slack-mb`` above
@@ -115,7 +115,9 @@ def run(rounds: int, workers: int, samples: int, timeout: float, workdir: Path,
                     if done >= max(1, len(taken) * every):  # from the first round on
                         with contextlib.suppress(psutil.Error):
                             taken.append({**_sample(parent, done, t0), **_probe(probe)})
-                    if done >= rounds:
+                    # A slope needs two samples; status.json is written every 2 s, and on a
+                    # fast box one write can already count every round asked for.
+                    if done >= rounds and len(taken) >= 2:
                         break
                     if runner.poll() is not None:
                         raise SystemExit(f"the runner exited ({runner.returncode}) after {done} "

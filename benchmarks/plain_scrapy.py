@@ -4,7 +4,7 @@
 
 No project settings, stores, middlewares or extensions of the collector: Scrapy's defaults with
 the benchmark's concurrency (16, also per host), no autothrottle, robots.txt obeyed, and the
-collector's own page extraction (``scraper.parsers.docs``: title, headings, visible text, links
+collector's own page extraction (``scraper.docpages.extract``: title, headings, visible text, links
 under the start path). Items go to a JSON Lines feed, Scrapy's usual way. This is what "one
 plain Scrapy process" means in the tables; ``scrapy crawl docs`` (the collector, no runner) is
 a separate row.
@@ -25,8 +25,8 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.http import Response, TextResponse
 
 from benchmarks.common import BENCH_SCRAPY_SETTINGS
-from scraper.docsites import site_prefix
-from scraper.parsers.docs import extract_page, follow_links
+from scraper.docpages.extract import extract_page, follow_links
+from scraper.docpages.sites import site_prefix
 
 
 class PlainDocsSpider(scrapy.Spider):

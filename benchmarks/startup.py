@@ -2,11 +2,11 @@
 
     python -m benchmarks.startup [--workers 10]
 
-Does what the runner does (``runner.supervisor.preload``, then ``fork``) and runs, in each
-child, exactly the worker's ``scrapy crawl docs -a shard=i/N`` against the fake docs host with
+Does what the runner does (``runner.supervision.supervisor.preload``, then ``fork``) and runs, in
+each child, exactly the worker's ``scrapy crawl docs -a shard=i/N`` against the fake docs host with
 one page per site (robots.txt and that page), one child after the other. Each child records
-``getrusage`` (user + system CPU, minor page faults) at the end of ``process_options``, when
-the crawler exists, at ``spider_opened``, ``engine_started``, each ``response_received`` and
+``getrusage`` (user + system CPU, minor page faults) at the end of ``process_options``, when the
+crawler exists, at ``spider_opened``, ``engine_started``, each ``response_received`` and
 ``spider_closed``, and at exit. Prints the median of each step over the workers; results:
 ``benchmarks/results/startup.json``.
 """
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.update(collector_env(config))
             os.environ["SCRAPY_SETTINGS_MODULE"] = "scraper.settings"
             os.chdir(REPO_ROOT)
-            from runner.supervisor import preload
+            from runner.supervision.supervisor import preload
 
             preload()
             runs = [run_child(f"{i}/{args.workers}") for i in range(args.workers)]

@@ -36,8 +36,8 @@ from benchmarks.common import (
     machine_info,
     write_json,
 )
-from scraper.stores.sqlite.contenthash import SqliteContentHashStore
-from scraper.stores.sqlite.deltafetch import STORE_KIND, DeltaFetchStore
+from scraper.dedup.sqlitehashes import SqliteContentHashStore
+from scraper.dedup.sqliteurls import STORE_KIND, DeltaFetchStore
 
 PAGE_CPU_MS = 1000 / 339
 """CPU per page of a 20-worker runner in the throughput benchmark (README, "Throughput")."""

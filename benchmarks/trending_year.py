@@ -1,14 +1,14 @@
 """``python -m benchmarks.trending_year``: the canned trending queries on a generated year.
 
 A year of the default trending plan (every list of the default config, fetched every
-``round_interval`` seconds: 12 lists once a minute, 6.3 million fetches) is written straight
-into a catalog of the current schema (:mod:`runner.dataset.trending`: each distinct page once,
-a reference per fetch), with its history; each list's page changes every ``--change-every``
-minutes (GitHub recomputes the lists a few times a day; 60 is pessimistic), a few rows
-entering and leaving and every star count rising. Then each canned query (the viewer's, the
-report's, ``python -m runner history``'s) is timed, best of 3 after a cold first run, on the
-year and — the baseline, in the same run — on the year's last week alone: a year should cost
-about what a week does. The target: every query under 1 s on 2 cores.
+``round_interval`` seconds: 12 lists once a minute, 6.3 million fetches) is written straight into a
+catalog of the current schema (:mod:`runner.catalog.trendingsnapshots`: each distinct page once, a
+reference per fetch), with its history; each list's page changes every ``--change-every`` minutes
+(GitHub recomputes the lists a few times a day; 60 is pessimistic), a few rows entering and leaving
+and every star count rising. Then each canned query (the viewer's, the report's, ``python -m runner
+history``'s) is timed, best of 3 after a cold first run, on the year and — the baseline, in the same
+run — on the year's last week alone: a year should cost about what a week does. The target: every
+query under 1 s on 2 cores.
 
     python -m benchmarks.trending_year                    # a year (~ a few minutes)
     python -m benchmarks.trending_year --days 7           # a quick look
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import RESULTS_DIR, machine_info
-from runner.dataset import queries
-from runner.dataset.schema import connect
-from runner.dataset.trending import page_hash
-from scraper.config import CollectorConfig
+from runner.catalog import queries
+from runner.catalog.schema import connect
+from runner.catalog.trendingsnapshots import page_hash
+from scraper.config.collector import CollectorConfig
 
 ROWS = 25
 POOL = 400  # repositories a list draws from over the year

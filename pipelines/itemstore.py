@@ -37,9 +37,9 @@ from pipelines.segments import (
     remove_stale_compressions,
     stamp_now,
 )
-from scraper.diskspace import is_disk_full, report_disk_full
-from scraper.layout import DataLayout, worker_slug
 from scraper.signals import item_written
+from scraper.utils.diskspace import is_disk_full, report_disk_full
+from scraper.utils.layout import DataLayout, worker_slug
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scraper.statefile import write_atomic
+from scraper.utils.statefile import write_atomic
 
 
 class SegmentPointer:

@@ -17,8 +17,8 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from scraper.config import SPIDER_NAMES, CollectorConfig, load_config
-from scraper.layout import DataLayout
+from scraper.config.collector import SPIDER_NAMES, CollectorConfig, load_config
+from scraper.utils.layout import DataLayout
 
 PRIORITY = "project"
 
@@ -102,6 +102,6 @@ def apply(settings: BaseSettings) -> None:
     config = current_config(settings)
     settings.setdict(config_settings(config), priority=PRIORITY)
     if config.redis_url and not settings.getbool("COLLECTOR_DISTRIBUTED"):
-        from scraper.distributed import wiring
+        from scraper.cluster import wiring
 
         wiring.configure(settings, config.redis_url)

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import Field
 
-from scraper.versions import url_version
+from scraper.utils.versions import url_version
 
 
 def ContentField(hashed: Callable[[Any, scrapy.Item], Any] | None = None, *,
@@ -97,8 +97,8 @@ class TrendingPageItem(CollectedItem):
     url = ContentField()
     rows = ContentField()    # [{rank, full_name, description, language, stars, forks,
     #                            period_stars, built_by}, …] in page order
-    archive_sha256 = Field()  # the archived body this was read from (scraper/stores/archive.py)
-    parser_version = Field()  # what read it (scraper.parsers.trending.PARSER_VERSION)
+    archive_sha256 = Field()  # the archived body this was read from (scraper/trending/archive.py)
+    parser_version = Field()  # what read it (scraper.trending.repositories.PARSER_VERSION)
     parsed_at = Field()      # when it was read: observed_at, or the time of a reparse, which
     #                          supersedes an earlier reading of the same fetch in the catalog
 
@@ -130,7 +130,7 @@ class TrendingDeveloperPageItem(CollectedItem):
     developers = ContentField()  # [{rank, login, name, avatar_url, repo_full_name,
     #                               repo_description}, …] in page order
     archive_sha256 = Field()
-    parser_version = Field()  # scraper.parsers.developers.PARSER_VERSION
+    parser_version = Field()  # scraper.trending.developers.PARSER_VERSION
     parsed_at = Field()
 
 

@@ -14,13 +14,13 @@ USER_AGENT = "hubcollect/0.1 (+https://github.com/hubcollect/hubcollect)"
 # --- the collector's own settings ----------------------------------------------------------------
 # The add-on (scraper/addon.py) reads collector.yaml and the environment once and sets these from
 # it, at project priority: ``-s KEY=VALUE`` still wins. The components read them, never the file.
-# The config's own defaults (scraper/config.py) are these values.
+# The config's own defaults (scraper/config/collector.py) are these values.
 ADDONS = {"scraper.addon.CollectorAddon": 0}
 COLLECTOR_CONFIG = None
 """Path of collector.yaml; None = $COLLECTOR_CONFIG, else the closest collector.yaml in the
 working directory or above, else defaults."""
 COLLECTOR_DATA_DIR = "data"
-"""The config's data_dir; every store and file lives under it (scraper.layout.DataLayout)."""
+"""The config's data_dir; every store and file lives under it (scraper.utils.layout.DataLayout)."""
 COLLECTOR_SPIDER_SETTINGS: dict = {}
 """spider name → the config's ``spiders.NAME.settings``, applied at spider priority."""
 GITHUB_API_URL = "https://api.github.com"
@@ -28,13 +28,14 @@ GITHUB_API_URL = "https://api.github.com"
 GITHUB_WEB_URL = "https://github.com"
 """github.web_url: the trending pages' host, paced by GITHUB_WEB_MIN_INTERVAL."""
 GITHUB_TOKEN = None
-"""A scraper.config.Secret read from $GITHUB_TOKEN_ENV, or None: anonymous."""
+"""A scraper.config.collector.Secret read from $GITHUB_TOKEN_ENV, or None: anonymous."""
 GITHUB_TOKEN_ENV = "GITHUB_TOKEN"
 """The variable the token came from, for messages that tell the user what to fix."""
 GITHUB_WEB_MIN_INTERVAL = 2.0
 """Seconds between two trending-page requests of all workers together."""
 GITHUB_RATE_LIMITS = None
-"""resource → scraper.config.RateLimit: the first guess until GitHub's headers are seen."""
+"""resource → scraper.config.collector.RateLimit: the first guess until GitHub's headers are
+seen."""
 ROUND_INTERVALS = {"trending": 3600.0, "search": 3600.0, "docs": 21600.0}
 """Seconds between a spider's rounds when neither ``spiders.<name>.round_interval`` nor the
 global ``round_interval`` is set (README "Cadence": trending lists change a few times a day,
@@ -47,7 +48,7 @@ ROUND_INTERVAL = 3600.0
 STOP_TIMEOUT = 20.0  # seconds a worker has to end its round after SIGTERM
 LOGS_KEEP_DAYS = 14
 CATALOG_INTERVAL = 3600.0  # seconds between the runner's catalog builds; 0 = never
-# A shard is unhealthy (runner/outcome.py) after HEALTH_FAILED_ROUNDS rounds in a row without an
+# A shard is unhealthy (runner/core/health.py) after HEALTH_FAILED_ROUNDS rounds in a row without an
 # answer carrying data, or when a round runs longer than
 # HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
 HEALTH_FAILED_ROUNDS = 3
@@ -121,7 +122,7 @@ EXTENSIONS = {
     "scraper.extensions.logrotate.LogRotation": 0,
     "scraper.extensions.workerstate.WorkerState": 0,
     "scraper.extensions.shutdowngate.ShutdownGate": 0,
-    "scraper.diskspace.DiskFullGuard": 0,
+    "scraper.utils.diskspace.DiskFullGuard": 0,
     "scraper.extensions.summary.RoundSummary": 0,
     "scraper.extensions.gcthreshold.GcThreshold": 0,
 }
@@ -139,8 +140,8 @@ LOG_MAX_BYTES = 10 * 1024 * 1024
 LOG_BACKUP_COUNT = 3
 LOG_ROTATE_INTERVAL = 10.0  # seconds between size checks while crawling
 
-# --- dedup: one store per spider, shared by all its shards (scraper/layout.py) ------------------
-# URL level: scrapy-deltafetch, in scraper/spidermiddlewares/deltafetch.py.
+# --- dedup: one store per spider, shared by all its shards (scraper/utils/layout.py) -----------
+# URL level: scrapy-deltafetch, in scraper/dedup/deltafetch.py.
 DELTAFETCH_ENABLED = True
 DELTAFETCH_RESET = False
 """True (``-s DELTAFETCH_RESET=1``, or ``-a deltafetch_reset=1``): this run fetches pages
@@ -150,16 +151,16 @@ CONTENTHASH_RESET = False
 content was collected before again; the store is kept and updated."""
 # The stores, each a class named by a setting as Scrapy's HTTPCACHE_STORAGE (scraper/stores/):
 # these are the one-machine ones; the distributed mode names the Redis ones
-# (scraper/distributed/wiring.py), tests the in-memory ones (scraper/stores/memory.py).
-DELTAFETCH_STORAGE = "scraper.stores.sqlite.deltafetch.SqliteDeltaFetchStorage"
-CONTENTHASH_STORAGE = "scraper.stores.sqlite.contenthash.SqliteContentHashStorage"
-BUDGET_STORAGE = "scraper.stores.sqlite.budget.SqliteBudgetStorage"
-ETAG_STORAGE = "scraper.stores.sqlite.etags.EtagStore"
-SLICEPLAN_STORAGE = "scraper.stores.sqlite.sliceplans.SlicePlanStore"
+# (scraper/cluster/wiring.py), tests the in-memory ones (scraper/stores/memory.py).
+DELTAFETCH_STORAGE = "scraper.dedup.sqliteurls.SqliteDeltaFetchStorage"
+CONTENTHASH_STORAGE = "scraper.dedup.sqlitehashes.SqliteContentHashStorage"
+BUDGET_STORAGE = "scraper.budget.sqlitebudget.SqliteBudgetStorage"
+ETAG_STORAGE = "scraper.budget.sqliteetags.EtagStore"
+SLICEPLAN_STORAGE = "scraper.slicing.sqliteplans.SlicePlanStore"
 MEMORY_STORAGE_SPACE = ""
 """The in-memory stores of crawls naming the same space share their contents; "" = none."""
 SPIDER_MIDDLEWARES = {
-    "scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch": 100,
+    "scraper.dedup.deltafetch.ShardedDeltaFetch": 100,
     # Closer to the engine than deltafetch: only pages about to be fetched count against a
     # site's cap; what the cap holds back stays in the links of the page that found it.
     "scraper.spidermiddlewares.sitecap.SitePageCap": 90,
@@ -182,12 +183,12 @@ DOWNLOADER_MIDDLEWARES = {
     # GitHub budget: next to the downloader, so it waits right before sending and sees raw
     # answers (redirects, 403/429) before Redirect- and RetryMiddleware.
     # If-None-Match on GitHub API pages; sees a 304 after the budget has booked it as free.
-    "scraper.downloadermiddlewares.conditional.ConditionalRequestMiddleware": 955,
-    "scraper.downloadermiddlewares.budget.BudgetMiddleware": 960,
+    "scraper.budget.conditional.ConditionalRequestMiddleware": 955,
+    "scraper.budget.middleware.BudgetMiddleware": 960,
 }
 
 # --- budget: GitHub's rate limits as one budget shared by all workers -----------------------------
-# scraper/budget/, scraper/downloadermiddlewares/budget.py; state: {data_dir}/state/budget.sqlite
+# scraper/budget/, scraper/budget/middleware.py; state: {data_dir}/state/budget.sqlite
 BUDGET_ENABLED = True
 BUDGET_RESET_GUARD = 0.5  # s after x-ratelimit-reset before a new window's first request
 BUDGET_MIN_INTERVAL = 0.05  # s; the closest two API requests ever get, catching up included
@@ -207,8 +208,8 @@ DOWNLOAD_SLOTS = {
 # --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ -----------------
 ITEM_PIPELINES = {
     "pipelines.surrogates.LoneSurrogatePipeline": 50,  # before anything encodes the item
-    "pipelines.contenthash.ContentHashPipeline": 100,
-    "pipelines.fidelity.CodeFidelityPipeline": 800,  # after dedup: a page logged once
+    "scraper.dedup.contenthash.ContentHashPipeline": 100,
+    "pipelines.codefidelity.CodeFidelityPipeline": 800,  # after dedup: a page logged once
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
 ITEMSTORE_ENABLED = True
@@ -230,13 +231,13 @@ DOCS_MAX_ELEMENTS = 150_000
 """HTML elements a docs page may hold (a real page has a few thousand; 100,000 list items
 pass). Counted on the bytes before parsing; a page with more is not collected, one ERROR line:
 its tree and Markdown would take a worker past 200 MB."""
-TRENDING_PARSER = "scraper.parsers.trending.parse_trending"
+TRENDING_PARSER = "scraper.trending.repositories.parse_trending"
 """What reads a trending page into rows (``python -m runner reparse`` reads the archive with
 it too); its module's ``PARSER_VERSION`` is recorded with every page it reads."""
-TRENDING_DEVELOPERS_PARSER = "scraper.parsers.developers.parse_developers"
+TRENDING_DEVELOPERS_PARSER = "scraper.trending.developers.parse_developers"
 """What reads a trending developers page into rows (and reparse, an archived one)."""
-TRENDING_ARCHIVE_STORAGE = "scraper.stores.archive.FilesystemPageArchive"
-"""The page archive (scraper/stores/archive.py; the ``PageArchiveStorage`` protocol of
+TRENDING_ARCHIVE_STORAGE = "scraper.trending.archive.FilesystemPageArchive"
+"""The page archive (scraper/trending/archive.py; the ``PageArchiveStorage`` protocol of
 scraper/stores/base.py, built with ``build_from_crawler``): every fetched trending page (the
 developer lists' too) as served, each body once. Local to the box that fetched the page, in the
 distributed mode too."""
@@ -246,7 +247,7 @@ TRENDING_ARCHIVE_RETENTION = None
 LOG_STARTUP_COMPONENTS = False
 """Scrapy's lists of enabled components and overridden settings at each crawl's start (about
 4 KB, the same every round of every worker): off; ``-s LOG_STARTUP_COMPONENTS=1`` logs them
-(scraper/quietlog.py)."""
+(scraper/utils/quietlog.py)."""
 LOG_VERSIONS: list[str] = []
 """Scrapy would log a dozen lines of versions at every crawl's start: every worker, every round.
 The runner logs them once at its start (runner.log); ``scrapy version -v`` prints them."""
@@ -291,10 +292,10 @@ MEMUSAGE_CHECK_INTERVAL_SECONDS = 1.0
 
 FEED_EXPORT_ENCODING = "utf-8"
 
-# --- distributed mode (scraper/distributed/, docs/distributed.md): off without a Redis URL -------
+# --- distributed mode (scraper/cluster/, docs/distributed.md): off without a Redis URL -------
 # A Redis URL (config redis_url; $COLLECTOR_REDIS_URL, which `python -m runner --redis-url` sets,
 # wins over the file's) makes `scrapy crawl` switch the scheduler, dupefilter, dedup stores and
-# GitHub budget to Redis (scraper/distributed/wiring.py); nothing below is read on one machine.
+# GitHub budget to Redis (scraper/cluster/wiring.py); nothing below is read on one machine.
 REDIS_KEY_PREFIX = "hubcollect"  # every key starts with it: collectors can share one Redis
 DISTRIBUTED_HEARTBEAT_INTERVAL = 2.0
 """Seconds between a worker's heartbeats (busy marker, process key, write-behind flush)."""
@@ -307,14 +308,14 @@ DISTRIBUTED_LEASE = 15.0
 had taken from the shared queue go back to it this long after it stopped answering."""
 DISTRIBUTED_POLITENESS = True
 """Cap each host at CONCURRENT_REQUESTS_PER_DOMAIN requests at once and DOWNLOAD_DELAY (or
-AutoThrottle's delay) between two, for the whole cluster (scraper/distributed/politeness.py),
+AutoThrottle's delay) between two, for the whole cluster (scraper/cluster/politeness.py),
 not per worker."""
 DISTRIBUTED_DOWNLOAD_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 """The handler that sends http(s) requests once the cluster gave them their turn."""
 DISTRIBUTED_SHIP_MAX_BYTES = 2 * ITEMSTORE_SEGMENT_BYTES
 """Bytes of closed item segments Redis may hold for the dataset box to drain, uploads begun
 included (each counted at its size on disk): past it a box keeps its segments on disk and ships
-them later (scraper/distributed/shipping.py). Redis holds at most this, or one segment larger
+them later (scraper/cluster/shipping.py). Redis holds at most this, or one segment larger
 than it alone. Twice a full segment, so one goes while another waits to be drained. The counter
 is the cluster's, each spider's uploads held to its own value: Redis holds at most the largest
 value of any spider on any box, so set one value everywhere."""

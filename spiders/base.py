@@ -12,19 +12,19 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.python import global_object_name
 from twisted.python.failure import Failure
 
-from scraper.diskspace import is_disk_full
 from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
-from scraper.outcome import failure_cause, note_error
-from scraper.sharding import UNSHARDED, Shard
-from scraper.spiderargs import (
+from scraper.utils.diskspace import is_disk_full
+from scraper.utils.outcome import failure_cause, note_error
+from scraper.utils.sharding import UNSHARDED, Shard
+from scraper.utils.spiderargs import (
     RESET_ARGUMENTS,
     SCRAPYD_ARGUMENTS,
     SPIDER_ARGUMENTS,
     SpiderArgumentError,
     parse_switch,
 )
-from scraper.stamps import utc_stamp
+from scraper.utils.stamps import utc_stamp
 
 
 class CollectorSpider(scrapy.Spider):

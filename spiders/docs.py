@@ -13,17 +13,17 @@ from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from scraper.docsites import site_prefix
-from scraper.items import DocPageItem
-from scraper.parsers.bounds import element_count
-from scraper.parsers.docs import extract_page, follow_links, page_in_site
-from scraper.parsers.sitemaps import (
+from scraper.docpages.extract import extract_page, follow_links, page_in_site
+from scraper.docpages.sitemaps import (
     is_robots,
     read_sitemap,
     robots_sitemaps,
     sitemap_body,
     sitemap_seeds,
 )
+from scraper.docpages.sites import site_prefix
+from scraper.items import DocPageItem
+from scraper.utils.bounds import element_count
 from spiders.base import CollectorSpider
 
 MAX_LINKS_PER_PAGE = 5000

@@ -1,12 +1,12 @@
 """``search``: GitHub's REST repository search, one item per repository, paged by ``Link``.
 
 GitHub serves only the first 1000 results of a query. With ``spiders.search.complete`` (the
-default) a query that has more is cut into slices of at most 1000 (:mod:`scraper.searchslices`),
+default) a query that has more is cut into slices of at most 1000 (:mod:`scraper.slicing.slices`),
 each paged to its end; the plan is kept (``state/search_slices.sqlite``) so later rounds page
 the slices straight away and probe again only where a slice grew past the cap. Items keep the
 query as configured and name their ``slice``; a repository met twice in a round (results shift
 while paging) is yielded once. In the distributed mode the plan is the cluster's
-(:mod:`scraper.distributed.search`).
+(:mod:`scraper.cluster.searchspider`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from scraper.downloadermiddlewares.conditional import CONDITIONAL_META
+from scraper.budget.conditional import CONDITIONAL_META
 from scraper.downloadermiddlewares.githubauth import origin
 from scraper.items import SearchRepoItem
-from scraper.outcome import note_empty_listing
-from scraper.parsers.bounds import json_value_bound
-from scraper.searchround import BOUND_STAT, CAPPED_STAT, request_bound, slices_for
-from scraper.searchslices import (
+from scraper.slicing.plans import WHOLE, SlicePlanStorage
+from scraper.slicing.searchround import BOUND_STAT, CAPPED_STAT, request_bound, slices_for
+from scraper.slicing.slices import (
     RESULTS_CAP,
     Answer,
     Final,
@@ -41,7 +40,9 @@ from scraper.searchslices import (
     parse_query,
     resplit,
 )
-from scraper.stores.base import WHOLE, SlicePlanStorage, StoreUnavailable, build_store
+from scraper.stores.base import StoreUnavailable, build_store
+from scraper.utils.bounds import json_value_bound
+from scraper.utils.outcome import note_empty_listing
 from spiders.base import CollectorSpider
 
 API_HEADERS = {
@@ -127,7 +128,7 @@ class QueryRound:
     capped: set[str] = field(default_factory=set)  # slices taken as their first 1000
     answers: dict[Probe, Answer] = field(default_factory=dict)  # a probe is asked once a round
     sent: int = 0  # requests this round
-    # The most requests this round may send (scraper.searchround); None in a worker that did
+    # The most requests this round may send (scraper.slicing.searchround); None in a worker that did
     # not start the query (Redis mode), which cannot count the others' share.
     bound: int | None = None
     bounded: bool = False  # the bound was reached

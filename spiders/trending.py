@@ -16,13 +16,12 @@ import scrapy
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from scraper.config import DeveloperList, developer_entries, trending_entries
-from scraper.drift import DRIFT_ROUNDS, drift_reason, note_drift
+from scraper.config.collector import DeveloperList, developer_entries, trending_entries
 from scraper.items import CollectedItem
-from scraper.outcome import note_empty_listing
-from scraper.stores.archive import ArchivedPage, PageArchive, body_sha256, retention_cutoff
 from scraper.stores.base import build_store
-from scraper.trendingpages import (
+from scraper.trending.archive import ArchivedPage, PageArchiveStorage, body_sha256, retention_cutoff
+from scraper.trending.drift import DRIFT_ROUNDS, drift_reason, note_drift
+from scraper.trending.pages import (
     DEVELOPERS,
     KINDS,
     REPOSITORIES,
@@ -34,12 +33,13 @@ from scraper.trendingpages import (
     row_items,
     snapshot_of,
 )
+from scraper.utils.outcome import note_empty_listing
 from spiders.base import CollectorSpider
 
 
 class TrendingSpider(CollectorSpider):
     name = "trending"
-    archive: PageArchive
+    archive: PageArchiveStorage
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TrendingSpider:

@@ -24,16 +24,16 @@ from scrapy.utils.test import get_crawler
 from scraper import addon
 from scraper import settings as project_settings
 from scraper.addon import config_settings
-from scraper.config import load_config, parse_config
-from scraper.sharding import UNSHARDED
+from scraper.config.collector import load_config, parse_config
+from scraper.utils.sharding import UNSHARDED
 
 MEMORY = {
-    "DELTAFETCH_STORAGE": "scraper.stores.memory.MemoryDeltaFetchStorage",
-    "CONTENTHASH_STORAGE": "scraper.stores.memory.MemoryContentHashStorage",
-    "BUDGET_STORAGE": "scraper.stores.memory.MemoryBudgetStorage",
-    "ETAG_STORAGE": "scraper.stores.memory.MemoryEtagStorage",
-    "SLICEPLAN_STORAGE": "scraper.stores.memory.MemorySlicePlanStorage",
-    "TRENDING_ARCHIVE_STORAGE": "scraper.stores.memory.MemoryPageArchive",
+    "DELTAFETCH_STORAGE": "scraper.dedup.memorydedup.MemoryDeltaFetchStorage",
+    "CONTENTHASH_STORAGE": "scraper.dedup.memorydedup.MemoryContentHashStorage",
+    "BUDGET_STORAGE": "scraper.budget.memorybudget.MemoryBudgetStorage",
+    "ETAG_STORAGE": "scraper.budget.memorybudget.MemoryEtagStorage",
+    "SLICEPLAN_STORAGE": "scraper.slicing.memoryplans.MemorySlicePlanStorage",
+    "TRENDING_ARCHIVE_STORAGE": "scraper.trending.memoryarchive.MemoryPageArchive",
 }
 """Every ``*_STORAGE`` setting pointing at the in-memory stores."""
 

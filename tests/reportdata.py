@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from runner.dataset.schema import connect
+from runner.catalog.schema import connect
 
 HOUR = 3600
 START = 1_798_761_600  # 2027-01-01T00:00:00Z

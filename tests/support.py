@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from scraper.layout import DataLayout
-from scraper.sharding import Shard
+from scraper.utils.layout import DataLayout
+from scraper.utils.sharding import Shard
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCRAPY = [sys.executable, "-m", "scrapy"]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
+import pytest
 from scrapy.crawler import AsyncCrawlerRunner, Crawler, CrawlerRunner
 from scrapy.settings import Settings
+from scrapy.utils.misc import load_object
 from scrapy.utils.reactor import is_reactor_installed
 from scrapy.utils.test import get_reactor_settings
 
+from scraper.config.moved import MOVED_MODULES, MOVED_NAMES, moved_path
 from spiders.docs import DocsSpider
 from spiders.search import SearchSpider
 
@@ -54,3 +58,42 @@ def test_the_configs_spider_settings_sit_over_custom_settings_under_cmdline(
     assert made.settings.getint("DOWNLOAD_WARNSIZE") == 600  # -s wins
     assert made.settings.getint("DOWNLOAD_MAXSIZE") != DocsSpider.custom_settings[
         "DOWNLOAD_MAXSIZE"]
+
+
+def test_class_paths_from_before_the_feature_folders_still_load_with_one_line_each(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    config = tmp_path / "collector.yaml"
+    config.write_text(
+        "spiders: {docs: {start_urls: ['http://127.0.0.1:1/a/'], settings: {"
+        "CONTENTHASH_STORAGE: scraper.stores.sqlite.contenthash.SqliteContentHashStorage, "
+        "BUDGET_STORAGE: scraper.stores.memory.MemoryBudgetStorage, "
+        "ITEM_PIPELINES: {pipelines.contenthash.ContentHashPipeline: 100, "
+        "pipelines.itemstore.JsonLinesItemStore: 900}}}}\n")
+    with caplog.at_level("WARNING", logger="scraper.config.moved"):
+        made = crawler(DocsSpider, config)
+    lines = [r.getMessage() for r in caplog.records if r.name == "scraper.config.moved"]
+    assert len(lines) == 3, lines
+    assert lines[0] == (
+        "spiders.docs.settings.CONTENTHASH_STORAGE: "
+        "scraper.stores.sqlite.contenthash.SqliteContentHashStorage moved to "
+        "scraper.dedup.sqlitehashes.SqliteContentHashStorage; write the new path (the old one "
+        "is read until 0.3)")
+    assert made.settings["CONTENTHASH_STORAGE"] == (
+        "scraper.dedup.sqlitehashes.SqliteContentHashStorage")
+    assert made.settings["BUDGET_STORAGE"] == "scraper.budget.memorybudget.MemoryBudgetStorage"
+    pipelines = made.settings.getdict("ITEM_PIPELINES")
+    assert "scraper.dedup.contenthash.ContentHashPipeline" in pipelines
+    assert "pipelines.contenthash.ContentHashPipeline" not in pipelines
+    for path in (made.settings["CONTENTHASH_STORAGE"], made.settings["BUDGET_STORAGE"],
+                 *pipelines):
+        load_object(path)  # each names a class that exists
+
+
+def test_every_moved_module_names_a_module_that_exists() -> None:
+    for new in MOVED_MODULES.values():
+        importlib.import_module(new)
+    for path in MOVED_NAMES.values():
+        load_object(path)
+    assert moved_path("scraper.settings.X") is None
+    assert moved_path("scraper.distributed.scheduler.RedisScheduler") == (
+        "scraper.cluster.scheduler.RedisScheduler")

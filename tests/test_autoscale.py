@@ -1,4 +1,4 @@
-"""The autoscaled pool: how many planned workers crawl at once (runner/autoscale.py).
+"""The autoscaled pool: how many planned workers crawl at once (runner/supervision/autoscale.py).
 
 The pool's rules on fed CPU samples, then the runner end to end: a fixed maximum, a machine
 whose CPU is taken by other processes (no more than the minimum crawl at once), and an idle
@@ -19,7 +19,13 @@ from typing import Any
 import psutil
 import pytest
 
-from runner.autoscale import SCALE_INTERVAL, AutoscaledPool, CpuSample, Snapshotter, cpu_cores
+from runner.supervision.autoscale import (
+    SCALE_INTERVAL,
+    AutoscaledPool,
+    CpuSample,
+    Snapshotter,
+    cpu_cores,
+)
 from tests.support import Collector
 
 # --- the pool's rules -----------------------------------------------------------------------------

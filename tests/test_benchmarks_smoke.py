@@ -138,8 +138,8 @@ def test_startup_measures_every_step_of_a_forked_worker(tmp_path: Path) -> None:
 @pytest.mark.timeout(150)
 def test_parent_samples_the_runner_parent_over_real_rounds(tmp_path: Path) -> None:
     out = tmp_path / "parent.json"
-    # Rounds are counted from status.json, written every 2 s: 24 one-page rounds span several
-    # writes, where 8 could all land in one and leave a single sample.
+    # Rounds are counted from status.json, written every 2 s: one write may count all 24 rounds,
+    # and the benchmark then waits for the next write rather than judge one sample.
     result = bench("benchmarks.parent", "--rounds", "24", "--samples", "4", "--out", str(out))
     data = json.loads(out.read_text())
     assert data["rounds"] >= 24 and len(data["samples"]) >= 2, data["samples"]

@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 
-from runner.budgetstatus import budget_rows, render_budget
+from runner.core.budgetview import budget_rows, render_budget
 from scraper.budget.limits import (
     PRIMARY,
     SECONDARY,
@@ -40,8 +40,8 @@ from scraper.budget.limits import (
     retry_after_seconds,
 )
 from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming, PauseResult
-from scraper.layout import DataLayout
-from scraper.outcome import NOTHING_FETCHED_EXIT
+from scraper.utils.layout import DataLayout
+from scraper.utils.outcome import NOTHING_FETCHED_EXIT
 from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
 from tests.support import REPO_ROOT, SCRAPY, Collector
 
@@ -708,7 +708,7 @@ from urllib.parse import quote
 
 import scrapy
 
-from scraper.sharding import Shard
+from scraper.utils.sharding import Shard
 
 
 class RedirectSpider(scrapy.Spider):

@@ -29,11 +29,11 @@ import pytest
 from lxml import etree
 
 from benchmarks.catalog import ItemWriter
-from runner.dataset.schedule import NICENESS
-from runner.dataset.schema import DATA_TABLES, TABLES
-from runner.dataset.viewer import metadata
-from scraper.config import ConfigError, parse_config
-from scraper.parsers.trending import parse_trending
+from runner.catalog.schema import DATA_TABLES, TABLES
+from runner.catalog.viewer import metadata
+from runner.supervision.catalogschedule import NICENESS
+from scraper.config.collector import ConfigError, parse_config
+from scraper.trending.repositories import parse_trending
 from tests.fakes.launcher import start_fake_docs, start_fake_github
 from tests.incrawler import crawl_round
 from tests.support import RUNNER, Collector, next_second, wait_for
@@ -318,8 +318,8 @@ def test_kill_9_mid_build_then_a_rerun_equals_one_clean_build(built: Collected,
 def test_files_loaded_in_groups_give_the_tables_they_give_one_by_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from benchmarks.history import History
-    from runner.dataset import build
-    from scraper.layout import DataLayout
+    from runner.catalog import build
+    from scraper.utils.layout import DataLayout
 
     for name in ("grouped", "single"):
         items = tmp_path / name / "items"

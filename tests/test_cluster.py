@@ -159,9 +159,9 @@ def test_one_runner_gives_a_site_the_same_politeness(
 def test_status_and_watchdog_show_every_box_and_a_silent_one_once(
         tmp_path: Path, redis_server: Any, redis_url: str,  # noqa: F811
         capsys: pytest.CaptureFixture[str]) -> None:
-    from runner.cluster import box_summary
-    from runner.state import SlotRecord
-    from scraper.distributed.registry import RunnerBeacon
+    from runner.core.runnerstate import SlotRecord
+    from runner.status.clusterview import box_summary
+    from scraper.cluster.registry import RunnerBeacon
 
     client = redis_server.client()
     beacon = RunnerBeacon(redis_url)
@@ -215,10 +215,10 @@ def test_status_and_watchdog_show_every_box_and_a_silent_one_once(
 
 
 def test_content_hashes_are_kept_compact_and_reset_by_time(redis_url: str) -> None:  # noqa: F811
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.writebehind import WriteBehind
-    from scraper.stores.redis.contenthash import RedisContentHashStore
+    from scraper.dedup.redishashes import RedisContentHashStore
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
+    from scraper.redis.writebehind import WriteBehind
 
     link = RedisLink(redis_url)
     writes = WriteBehind(link, None)

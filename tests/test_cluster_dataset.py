@@ -39,10 +39,10 @@ class Killed(BaseException):
 
 
 def box(tmp_path: Path, name: str, url: str, cap: int = 1 << 30) -> dict[str, Any]:
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.shipping import Box, Shipper
-    from scraper.layout import DataLayout
+    from scraper.cluster.shipping import Box, Shipper
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
+    from scraper.utils.layout import DataLayout
 
     layout = DataLayout(tmp_path / name)
     identity = Box(name, f"host:{layout.root}")
@@ -77,8 +77,8 @@ def received(layout: Any) -> dict[str, bytes]:
 
 
 def drain_into(target: dict[str, Any]) -> Any:
-    from runner.dataset.gather import drain
-    from scraper.distributed.keys import Keys
+    from runner.catalog.gather import drain
+    from scraper.redis.keys import Keys
 
     return drain(target["link"].client, Keys(), target["layout"], target["box"],
                  lambda rel: False, warn=print)
@@ -91,8 +91,8 @@ def redis_holds(client: Any) -> tuple[int, int, list[bytes]]:
 
 
 def claim(target: dict[str, Any], take_over: bool = False) -> Any:
-    from runner.dataset.gather import choose
-    from scraper.distributed.keys import Keys
+    from runner.catalog.gather import choose
+    from scraper.redis.keys import Keys
 
     return choose(target["link"].client, Keys(), target["box"], take_over=take_over,
                   scheduled=False)
@@ -141,7 +141,7 @@ def test_shipped_segments_stay_bounded_until_drained_and_arrive_once(
 def test_a_kill_of_the_shipper_or_the_drain_at_any_step_loses_and_duplicates_nothing(
         tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import runner.dataset.gather as gather
+    import runner.catalog.gather as gather
 
     client = redis_server.client()
     a, b = box(tmp_path, "a", redis_url), box(tmp_path, "b", redis_url)
@@ -278,10 +278,10 @@ def test_three_boxes_one_catalog_every_item_once(
 
 def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
         tmp_path: Path, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
-    from runner.dataset.access import existing_catalog
-    from runner.dataset.gather import gather
-    from scraper.config import CollectorConfig
-    from scraper.layout import DataLayout
+    from runner.catalog.access import existing_catalog
+    from runner.catalog.gather import gather
+    from scraper.config.collector import CollectorConfig
+    from scraper.utils.layout import DataLayout
 
     def run(name: str, url: str = redis_url, **flags: bool) -> tuple[bool, list[str]]:
         said: list[str] = []
@@ -365,7 +365,7 @@ def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
     # items_keep_days on b: old compressed segments the dataset box confirmed go, no other.
     import os
 
-    from runner.dataset.gather import remove_confirmed_segments
+    from runner.catalog.gather import remove_confirmed_segments
 
     directory = b["layout"].items_dir("docs")
     for name in ("docs-0of1-20260100T000000Z.jsonl", "docs-0of1-20260101T000000Z.jsonl"):
@@ -388,13 +388,13 @@ def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(
         tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
     import shutil
 
-    from runner.dataset.gather import gather
-    from scraper.config import CollectorConfig
-    from scraper.distributed.boxid import Box, BoxIdClash, legacy_id
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.shipping import ENTRY_RE, Shipper, entry_name
-    from scraper.layout import DataLayout
+    from runner.catalog.gather import gather
+    from scraper.cluster.boxid import Box, BoxIdClash, legacy_id
+    from scraper.cluster.shipping import ENTRY_RE, Shipper, entry_name
+    from scraper.config.collector import CollectorConfig
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
+    from scraper.utils.layout import DataLayout
 
     first = DataLayout(tmp_path / "a")
     mine = Box.here(first)
@@ -442,11 +442,11 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
         caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from runner.dataset.gather import choose, gather
-    from scraper.config import CollectorConfig
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.shipping import Box, SegmentShipper
-    from scraper.layout import DataLayout
+    from runner.catalog.gather import choose, gather
+    from scraper.cluster.shipping import Box, SegmentShipper
+    from scraper.config.collector import CollectorConfig
+    from scraper.redis.keys import Keys
+    from scraper.utils.layout import DataLayout
     from tests.incrawler import PlainSpider, project_crawler
 
     client, keys = redis_server.client(), Keys()
@@ -486,7 +486,7 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
     layout = DataLayout(tmp_path / "w")
     layout.state_dir.mkdir(parents=True)
     layout.shipped_dir.write_text("a file")
-    with caplog.at_level(logging.INFO, logger="scraper.distributed"):
+    with caplog.at_level(logging.INFO, logger="scraper.cluster"):
         shipper.spider_closed()
         layout.shipped_dir.unlink()
         client.set(keys.dataset_ids, "not a hash")
@@ -500,7 +500,7 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
     layout.items_dir("t").mkdir(parents=True)
     (layout.items_dir("t") / "a copy.jsonl").write_text("{}\n")
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="scraper.distributed"):
+    with caplog.at_level(logging.INFO, logger="scraper.cluster"):
         for _ in range(2):
             SegmentShipper.from_crawler(crawler).spider_closed()  # a worker process per round
     assert caplog.text.count("their names are not segment names") == 1, caplog.text
@@ -509,7 +509,7 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
 def test_an_upload_reserves_its_room_so_boxes_uploading_together_stay_under_the_cap(
         tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import scraper.distributed.shipping as shipping
+    import scraper.cluster.shipping as shipping
 
     client = redis_server.client()
     size = len(write_segments(box(tmp_path, "probe", redis_url)["layout"], 1, 6)[

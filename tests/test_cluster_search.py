@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from scraper.searchslices import RESULTS_CAP, Range, Slice, parse_query
-from scraper.stores.memory import MemoryOutage, MemorySlicePlanStorage, space
+from scraper.slicing.memoryplans import MemorySlicePlanStorage
+from scraper.slicing.slices import RESULTS_CAP, Range, Slice, parse_query
+from scraper.stores.memory import MemoryOutage, space
 from tests.fakes.github import parse_search, search_results
 from tests.fakes.launcher import start_fake_github
 from tests.support import Collector
@@ -165,7 +166,7 @@ def stars(lo: int, hi: int | None) -> Slice:
 
 
 def test_a_cut_replaces_its_slice_in_place_and_never_twice() -> None:
-    from scraper.distributed.search import cut_plan
+    from scraper.cluster.searchspider import cut_plan
 
     plan = [stars(100, None), stars(10, 99), stars(0, 9)]
     pieces = [stars(50, 99), stars(10, 49)]
@@ -195,7 +196,7 @@ class RacedPlans(MemorySlicePlanStorage):
 def test_two_workers_cutting_one_plan_both_land() -> None:
     """Two workers' cuts of two slices of one query, each against the plan it read: the
     second compare-and-set fails, reads again, and lands on top of the first."""
-    from scraper.distributed.search import cut_plan, edit_plan
+    from scraper.cluster.searchspider import cut_plan, edit_plan
 
     data: dict[str, Any] = {}
     other = MemorySlicePlanStorage(data)
@@ -224,11 +225,11 @@ def test_a_chain_stays_in_its_worker_under_one_lease(redis_url: str) -> None:  #
     from scrapy import Request
     from scrapy.http import TextResponse
 
-    from scraper.distributed.connection import get_link
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.leases import LEASE_META, LeaseAckSpiderMiddleware, hand_on
-    from scraper.distributed.rounds import get_round
-    from scraper.distributed.scheduler import RedisScheduler
+    from scraper.cluster.leases import LEASE_META, LeaseAckSpiderMiddleware, hand_on
+    from scraper.cluster.rounds import get_round
+    from scraper.cluster.scheduler import RedisScheduler
+    from scraper.redis.connection import get_link
+    from scraper.redis.keys import Keys
     from tests.test_distributed import crawler_for
 
     crawler = crawler_for(redis_url)

@@ -20,14 +20,14 @@ from scrapy import Request, signals
 from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, Response, TextResponse
 
-from pipelines.contenthash import ContentHashPipeline
 from pipelines.itemstore import JsonLinesItemStore
-from scraper.config import RateLimit
-from scraper.downloadermiddlewares.budget import LIMITED_META, TICKET_META, BudgetMiddleware
-from scraper.downloadermiddlewares.conditional import ConditionalRequestMiddleware
+from scraper.budget.conditional import ConditionalRequestMiddleware
+from scraper.budget.middleware import LIMITED_META, TICKET_META, BudgetMiddleware
+from scraper.config.collector import RateLimit
+from scraper.dedup.contenthash import ContentHashPipeline
+from scraper.dedup.deltafetch import ShardedDeltaFetch
 from scraper.exceptions import DuplicateItem
 from scraper.items import DocPageItem, TrendingPageItem, TrendingRepoItem
-from scraper.spidermiddlewares.deltafetch import ShardedDeltaFetch
 from scraper.stores.memory import MemoryOutage
 from tests.incrawler import MEMORY, project_crawler
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scraper.config import (
+from scraper.config.collector import (
     CONFIG_ENV,
     CollectorConfig,
     ConfigError,
@@ -405,7 +405,7 @@ def test_scrapys_defaults_read_from_its_source_are_its_flags_numbers_and_dicts()
     importing Scrapy: every flag, number and dict Scrapy's module defines, with its value."""
     import scrapy.settings.default_settings as scrapys
 
-    from scraper.settingtypes import defaults_in_source
+    from scraper.config.settingtypes import defaults_in_source
 
     def typed(values: dict) -> dict:
         return {name: value for name, value in values.items()
@@ -423,7 +423,7 @@ def test_a_config_with_scrapy_settings_is_checked_without_importing_scrapy() -> 
     read."""
     program = """
 import sys
-from scraper.config import ConfigError, parse_config
+from scraper.config.collector import ConfigError, parse_config
 parse_config("spiders:\\n  docs:\\n    settings: {CONCURRENT_REQUESTS: 2, DOWNLOAD_DELAY: 0.5,"
              " AUTOTHROTTLE_ENABLED: false, DOWNLOAD_HANDLERS: {}}\\n", "c.yaml")
 try:

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 
 from scraper.items import SearchRepoItem, TrendingRepoItem, content_hash
-from scraper.parsers.trending import parse_trending
+from scraper.trending.repositories import parse_trending
 from tests.fakes.data import API_EXAMPLES
 from tests.incrawler import crawl_round
 from tests.support import Collector

@@ -7,10 +7,10 @@ import re
 import time
 from pathlib import Path
 
-from runner.ops import growth
+from runner.core import growth
 from runner.ops.watchdog import _judge_disk
-from scraper.config import CollectorConfig, HealthConfig
-from scraper.layout import DataLayout
+from scraper.config.collector import CollectorConfig, HealthConfig
+from scraper.utils.layout import DataLayout
 from tests.support import Collector
 
 SAMPLE = re.compile(r'^hubcollect_[a-z_]+(\{([a-z]+="[^"]*",?)*\})? -?[0-9.e+]+$')
@@ -74,8 +74,8 @@ def test_metrics_group_lets_that_group_read_the_textfile_and_nobody_else(tmp_pat
 
     import pytest
 
-    from runner.metrics import MetricsWriter
-    from scraper.config import ConfigError, parse_config
+    from runner.status.metrics import MetricsWriter
+    from scraper.config.collector import ConfigError, parse_config
 
     gid = next((g for g in os.getgroups() if g != os.getegid()), os.getegid())
     textfile_dir = tmp_path / "textfile" / "hubcollect"

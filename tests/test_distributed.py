@@ -190,7 +190,7 @@ def runner_in_process(collector: Collector, capsys: pytest.CaptureFixture[str], 
     """``python -m runner ARGV`` for ``collector`` through the runner's own ``main`` in this
     process (milliseconds, where a process costs seconds on a loaded machine): its exit status
     and what it printed."""
-    from runner.cli import main
+    from runner.cli.main import main
 
     capsys.readouterr()
     code = main([*argv[:1], "--config", str(collector.config_path), *argv[1:]])
@@ -258,7 +258,7 @@ def crawler_for(url: str, **settings: Any) -> Any:
     from scrapy.settings import Settings
     from scrapy.utils.misc import build_from_crawler, load_object
 
-    from scraper.distributed import wiring
+    from scraper.cluster import wiring
 
     values = Settings()
     values.setmodule("scraper.settings")
@@ -289,7 +289,7 @@ class QueryBlindFingerprinter:
 def test_dupefilter_uses_the_project_fingerprinter(redis_url: str) -> None:
     from scrapy import Request
 
-    from scraper.distributed.dupefilter import RedisDupeFilter
+    from scraper.cluster.dupefilter import RedisDupeFilter
 
     crawler = crawler_for(redis_url, REQUEST_FINGERPRINTER_CLASS=(
         f"{__name__}.QueryBlindFingerprinter"))
@@ -310,10 +310,10 @@ def test_dupefilter_uses_the_project_fingerprinter(redis_url: str) -> None:
 def test_scheduler_persists_queue_and_dupefilter_after_close(redis_url: str) -> None:
     from scrapy import Request
 
-    from scraper.distributed.connection import get_link
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.rounds import get_round
-    from scraper.distributed.scheduler import RedisScheduler
+    from scraper.cluster.rounds import get_round
+    from scraper.cluster.scheduler import RedisScheduler
+    from scraper.redis.connection import get_link
+    from scraper.redis.keys import Keys
 
     crawler = crawler_for(redis_url)
     scheduler = RedisScheduler.from_crawler(crawler)
@@ -345,8 +345,8 @@ def test_async_start_reads_start_entries_from_redis(redis_url: str) -> None:
 
     from scrapy_redis.spiders import RedisMixin
 
-    from scraper.distributed.spider import DistributedSpider
-    from scraper.distributed.spiderclass import distributed_class
+    from scraper.cluster.spider import DistributedSpider
+    from scraper.cluster.spiderloader import distributed_class
     from spiders.docs import DocsSpider
 
     assert not hasattr(RedisMixin, "start") or RedisMixin.start is not DistributedSpider.start
@@ -364,12 +364,12 @@ def test_calls_whose_answer_was_lost_are_made_again_safely(redis_url: str) -> No
     out: every call the worker then makes again must neither lose nor double what it did."""
     from scrapy import Request
 
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.rounds import SpiderRound
-    from scraper.distributed.scheduler import RedisScheduler
-    from scraper.distributed.writebehind import WriteBehind
-    from scraper.stores.redis.contenthash import RedisContentHashStore
+    from scraper.cluster.rounds import SpiderRound
+    from scraper.cluster.scheduler import RedisScheduler
+    from scraper.dedup.redishashes import RedisContentHashStore
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
+    from scraper.redis.writebehind import WriteBehind
 
     crawler = crawler_for(redis_url)
     scheduler = RedisScheduler.from_crawler(crawler)
@@ -394,10 +394,10 @@ def test_calls_whose_answer_was_lost_are_made_again_safely(redis_url: str) -> No
 
 
 def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str) -> None:
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.writebehind import WriteBehind
-    from scraper.stores.redis.contenthash import RedisContentHashStore
+    from scraper.dedup.redishashes import RedisContentHashStore
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
+    from scraper.redis.writebehind import WriteBehind
 
     link = RedisLink(redis_url)
     writes = WriteBehind(link, None)
@@ -428,11 +428,11 @@ def test_content_hash_claims_are_atomic_and_confirmed_after_write(redis_url: str
 
 
 def test_deltafetch_records_expire_after_refresh_after(redis_url: str) -> None:
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.defaults import LINKS_TTL_MARGIN
-    from scraper.distributed.keys import Keys
-    from scraper.distributed.writebehind import WriteBehind
-    from scraper.stores.redis.deltafetch import RedisDeltaFetchStore
+    from scraper.dedup.redisurls import RedisDeltaFetchStore
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.defaults import LINKS_TTL_MARGIN
+    from scraper.redis.keys import Keys
+    from scraper.redis.writebehind import WriteBehind
 
     link = RedisLink(redis_url)
     store = RedisDeltaFetchStore(link, Keys(), WriteBehind(link, None), "docs", 100.0)
@@ -446,8 +446,8 @@ def test_deltafetch_records_expire_after_refresh_after(redis_url: str) -> None:
 
 
 def test_writes_wait_for_redis_and_spill_at_close(redis_url: str, tmp_path: Path) -> None:
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.writebehind import WriteBehind
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.writebehind import WriteBehind
 
     link = RedisLink("redis://127.0.0.1:9/0")  # nothing listens: every write must wait
     spill = tmp_path / "docs-0of1.pending.jsonl"
@@ -465,8 +465,8 @@ def test_bad_lines_in_a_spill_file_are_skipped_and_counted(redis_url: str,
                                                            tmp_path: Path) -> None:
     """A spill file with lines that are not writes (text, a list of numbers, a command Redis
     refuses) fails no start: the good lines are sent, the others skipped and counted."""
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.writebehind import WriteBehind
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.writebehind import WriteBehind
 
     spill = tmp_path / "docs-0of1.pending.jsonl"
     spill.write_text("\n".join([json.dumps([["SET", "k1", "v1"]]), "{torn", "[1, 2, 3]",
@@ -486,9 +486,9 @@ def test_a_redis_that_refuses_writes_is_an_outage_and_nothing_is_lost(
     """``maxmemory`` with ``noeviction`` (OOM), a failover onto a replica (READONLY): the link
     pauses with one line, the writes wait, and go out once Redis takes writes again (it still
     answers PING meanwhile, so only a write can tell)."""
-    from scraper.distributed.connection import RedisLink, RedisUnavailable
-    from scraper.distributed.registry import RunnerBeacon
-    from scraper.distributed.writebehind import WriteBehind
+    from scraper.cluster.registry import RunnerBeacon
+    from scraper.redis.connection import RedisLink, RedisUnavailable
+    from scraper.redis.writebehind import WriteBehind
 
     admin = redis.Redis.from_url(redis_url)
     link = RedisLink(redis_url, backoff_start=0.05, backoff_max=0.1)
@@ -500,7 +500,7 @@ def test_a_redis_that_refuses_writes_is_an_outage_and_nothing_is_lost(
     else:
         admin.replicaof("127.0.0.1", "9")  # nothing listens there: a replica for good
     try:
-        with caplog.at_level(logging.WARNING, logger="scraper.distributed"):
+        with caplog.at_level(logging.WARNING, logger="scraper.cluster"):
             with pytest.raises(RedisUnavailable):
                 link.client.set("k0", "v0")
             assert not link.up and link.refusing
@@ -588,10 +588,10 @@ class Clock:
 
 def budget_store(url: str, clock: Clock, pid: int, alive: Callable[[int], bool] = lambda p: True
                  ) -> Any:
+    from scraper.budget.redisbudget import RedisBudgetStore
     from scraper.budget.store import BucketKey, BucketSpec, BudgetTiming
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.keys import Keys
-    from scraper.stores.redis.budget import RedisBudgetStore
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
 
     store = RedisBudgetStore(RedisLink(url), Keys(), BudgetTiming(0.5, 0.0, 60.0, 3600.0),
                              clock=clock, pid=pid, alive=alive)
@@ -645,9 +645,9 @@ def test_budget_store_frees_tickets_of_dead_machines(redis_url: str) -> None:
 
 
 def test_etag_store_keeps_etags_for_every_machine(redis_url: str) -> None:
-    from scraper.distributed.connection import RedisLink
-    from scraper.distributed.keys import Keys
-    from scraper.stores.redis.etags import RedisEtagStore
+    from scraper.budget.redisetags import RedisEtagStore
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
 
     a, b = (RedisEtagStore(RedisLink(redis_url), Keys()) for _ in range(2))
     a.remember("anonymous", {"http://api/search?q=x": ('"e1"', '<http://api/p2>; rel="next"')})
@@ -823,7 +823,7 @@ def test_bad_redis_urls_are_one_line_errors(collector: Collector) -> None:
 
 
 def test_one_machine_mode_without_a_redis_url(collector: Collector) -> None:
-    from scraper.config import load_config
+    from scraper.config.collector import load_config
 
     assert load_config(None, environ={}).redis_url is None
     assert load_config(None, environ={"COLLECTOR_REDIS_URL": "redis://h:1/0"}).redis_url == (
@@ -873,7 +873,7 @@ def test_a_worker_that_only_read_robots_txt_had_nothing_to_send() -> None:
     """In the cluster a worker may find every page of its round taken by the others or already
     collected once it has read the host's robots.txt: that is no failed round (the runner's
     second round above failed so, 1 run in a few); pages that all fail after it still are."""
-    from scraper.outcome import fetched_nothing, stats_problem
+    from scraper.utils.outcome import fetched_nothing, stats_problem
 
     robots_only = {"downloader/request_count": 1, "robotstxt/request_count": 1,
                    "downloader/response_status_count/200": 1,
@@ -884,8 +884,8 @@ def test_a_worker_that_only_read_robots_txt_had_nothing_to_send() -> None:
     assert fetched_nothing(pages_failed)
     assert stats_problem(pages_failed) == "fetched nothing in 3 requests (no answer carried data)"
     # The runner judges a --once round from the worker's record by the same rule.
-    from runner.outcome import round_failed
-    from scraper.statefile import WorkerRecord
+    from runner.core.health import round_failed
+    from scraper.utils.statefile import WorkerRecord
 
     def record(stats: dict[str, int]) -> WorkerRecord:
         return WorkerRecord(spider="docs", shard="1/2", pid=1, started_at=0.0, updated_at=0.0,
@@ -929,8 +929,8 @@ def test_a_worker_waiting_to_join_takes_nothing_from_the_queue(
     import redis
     import scrapy
 
-    from scraper.distributed import serializer
-    from scraper.distributed.keys import Keys
+    from scraper.cluster import serializer
+    from scraper.redis.keys import Keys
 
     docs = fake_docs_factory(sites=1, pages=3)
     site = f"{docs.url()}/site0/"

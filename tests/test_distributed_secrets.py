@@ -134,7 +134,7 @@ import os
 
 import scrapy
 
-from scraper.sharding import Shard
+from scraper.utils.sharding import Shard
 
 
 class HeadersSpider(scrapy.Spider):
@@ -233,7 +233,7 @@ def test_queued_requests_round_trip_as_json_without_credentials() -> None:
     import scrapy
     from scrapy.utils.request import request_from_dict
 
-    from scraper.distributed import serializer
+    from scraper.cluster import serializer
 
     class Spider(scrapy.Spider):
         name = "t"

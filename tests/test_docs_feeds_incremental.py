@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.dataset import docsfeeds
-from runner.dataset.build import build_catalog
-from scraper.config import CollectorConfig, parse_config
-from scraper.layout import DataLayout
+from runner.catalog import docsfeeds
+from runner.catalog.build import build_catalog
+from scraper.config.collector import CollectorConfig, parse_config
+from scraper.utils.layout import DataLayout
 
 SITE_A = "https://docs.a.example/"
 SITE_B = "https://docs.b.example/en/"
@@ -143,8 +143,8 @@ def test_the_catalog_build_imports_no_scrapy() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, runner.cli, runner.dataset.build, runner.dataset.docsfeeds, "
-            "runner.dataset.feeds, runner.budgetstatus, runner.ops.growth; "
+    code = ("import sys, runner.cli.main, runner.catalog.build, runner.catalog.docsfeeds, "
+            "runner.catalog.feeds, runner.core.budgetview, runner.core.growth; "
             "print(sorted(m for m in ('scrapy', 'twisted', 'parsel', 'difflib') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from parsel import Selector
 
-from scraper.parsers.docs import extract_page, is_cookie_banner
+from scraper.docpages.extract import extract_page, is_cookie_banner
 from tests.docs_fixtures import fenced_blocks
 from tests.generator_pages import PAGES, TABBED, GeneratorPage, code_texts, page_html, tab_panels
 
@@ -161,7 +161,7 @@ def test_fidelity_fields_count_the_blocks_and_those_byte_exact(page) -> None:
 
 
 def test_fidelity_counts_a_block_the_markdown_does_not_hold() -> None:
-    from scraper.parsers.fidelity import measure
+    from scraper.docpages.fidelity import measure
 
     markdown = "- item\n\n  ```python\n  x = 1\n\n  y = 2\n  ```\n\n> ```\n> quoted\n> ```"
     assert measure(markdown, ["x = 1\n\ny = 2", "quoted"]).complete
@@ -181,7 +181,7 @@ def test_fidelity_counts_a_block_the_markdown_does_not_hold() -> None:
     ("https://example.org/guide/page.html", None),
 ])
 def test_version_from_the_url(url: str, version: str | None) -> None:
-    from scraper.parsers.docs import page_version
+    from scraper.docpages.extract import page_version
 
     assert page_version(Selector(text="<html><body><p>x</p></body></html>"), url) == version
 

@@ -170,7 +170,7 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 def test_atom_feed_of_changed_pages_with_a_diff_per_entry(crawled: Crawled) -> None:
     from lxml import etree
 
-    from runner.dataset.docsfeeds import diff_summary
+    from runner.catalog.docsfeeds import diff_summary
 
     feeds = crawled.collector.data_dir / "feeds"
     name = f"docs-{crawled.base.split('//')[1].replace(':', '_')}-site0.atom"
@@ -198,7 +198,7 @@ def test_atom_feed_of_changed_pages_with_a_diff_per_entry(crawled: Crawled) -> N
 
 
 def test_page_paths_stay_under_the_site_and_never_collide(tmp_path: Path) -> None:
-    from runner.dataset.llms import Site, page_path
+    from runner.catalog.llms import Site, page_path
 
     prefix = "https://docs.example.org/en/latest/"
     assert page_path(prefix, prefix) == "index.md"

@@ -13,9 +13,9 @@ import pytest
 from parsel import Selector
 
 from benchmarks.markdown import CONTENDERS
+from scraper.docpages.extract import extract_page
+from scraper.docpages.markdown import MAX_NESTING
 from scraper.items import DocPageItem, content_hash
-from scraper.parsers.docs import extract_page
-from scraper.parsers.markdown import MAX_NESTING
 from tests.docs_fixtures import (
     PAGES,
     Fixture,

@@ -16,7 +16,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from scraper.config import ConfigError, parse_config
+from scraper.config.collector import ConfigError, parse_config
 from scraper.spidermiddlewares.sitecap import SitePageCap
 from spiders.docs import MAX_SITEMAPS_PER_ROUND, SITEMAP_SITES, DocsSpider
 from tests.incrawler import MEMORY, project_crawler

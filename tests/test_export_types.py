@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.dataset.schema import connect
+from runner.catalog.schema import connect
 from tests.support import Collector
 from tests.test_catalog import in_child
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.memory import WORKER_PSS_GUESS, MemoryGuard
+from runner.supervision.memoryguard import WORKER_PSS_GUESS, MemoryGuard
 
 
 @pytest.mark.parametrize("text", ['{"worker_pss": Infinity}', '{"worker_pss": -5}',
@@ -19,10 +19,10 @@ def test_memory_json_with_an_impossible_figure_is_ignored_and_the_guard_stays_on
     state = tmp_path / "memory.json"
     state.write_text(text)
     guard = MemoryGuard(state, budget=1024 * 1024 * 1024, budget_source="test")
-    with caplog.at_level(logging.WARNING, logger="runner.memory"):
+    with caplog.at_level(logging.WARNING, logger="runner.supervision.memoryguard"):
         estimates = [guard.estimate(workers) for workers in (1, 50)]
     assert [(e.per_worker, e.per_worker_measured) for e in estimates] == [
         (WORKER_PSS_GUESS, False)] * 2
     assert not estimates[1].fits  # 50 guessed workers do not fit 1 GB: the guard refuses
-    lines = [r.getMessage() for r in caplog.records if r.name == "runner.memory"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "runner.supervision.memoryguard"]
     assert len(lines) == 1 and str(state) in lines[0] and "ignored" in lines[0], lines

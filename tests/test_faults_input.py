@@ -19,10 +19,10 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import runner.cli
+import runner.cli.main
 import scraper.addon
-from runner.argtypes import MAX_WORKERS
-from scraper.config import (
+from runner.core.argtypes import MAX_WORKERS
+from scraper.config.collector import (
     PERIODS,
     SEARCH_SORTS,
     SPIDER_NAMES,
@@ -32,8 +32,8 @@ from scraper.config import (
     load_config,
     parse_config,
 )
-from scraper.outcome import NOTHING_FETCHED_EXIT
-from scraper.units import parse_duration, parse_size
+from scraper.utils.outcome import NOTHING_FETCHED_EXIT
+from scraper.utils.units import parse_duration, parse_size
 from tests.incrawler import validate_crawl
 from tests.support import REPO_ROOT, RUNNER, SCRAPY
 
@@ -309,7 +309,7 @@ VALUES = st.one_of(
 )
 ARGV = st.lists(st.one_of(st.sampled_from(SUBCOMMANDS), st.sampled_from(OPTIONS), VALUES),
                 max_size=7)
-EXTRA = {name for name, _ in runner.cli.EXTRA_COMMANDS}  # watchdog, install-cron…: not here
+EXTRA = {name for name, _ in runner.cli.main.EXTRA_COMMANDS}  # watchdog, install-cron…: not here
 
 
 class WouldStart(Exception):
@@ -329,18 +329,19 @@ def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise WouldStart
 
-    monkeypatch.setattr("runner.supervisor.preload", lambda: [])  # no gc.freeze in pytest
-    monkeypatch.setattr("runner.supervisor.Supervisor.run", refuse)
-    monkeypatch.setattr("runner.pidfile.PidFile.acquire", refuse)
+    # no gc.freeze in pytest
+    monkeypatch.setattr("runner.supervision.supervisor.preload", lambda: [])
+    monkeypatch.setattr("runner.supervision.supervisor.Supervisor.run", refuse)
+    monkeypatch.setattr("runner.core.pidfile.PidFile.acquire", refuse)
     return {"good": good, "bad": bad}
 
 
 def reaches_run(argv: list[str]) -> argparse.Namespace | None:
     commands = ["run", "status", "stop", *EXTRA]
     try:
-        args = runner.cli.build_parser().parse_args(
-            runner.cli._with_default_command(argv, commands))
-    except (runner.cli.UsageError, SystemExit):
+        args = runner.cli.main.build_parser().parse_args(
+            runner.cli.main._with_default_command(argv, commands))
+    except (runner.cli.main.UsageError, SystemExit):
         return None
     return args if args.command == "run" else None
 
@@ -348,7 +349,7 @@ def reaches_run(argv: list[str]) -> argparse.Namespace | None:
 def call_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     capsys.readouterr()
     try:
-        code = runner.cli.main(argv)
+        code = runner.cli.main.main(argv)
     except SystemExit as exc:
         out, err = capsys.readouterr()
         assert exc.code == 0, (argv, exc.code, err)  # only --help exits; errors return 2

@@ -354,7 +354,7 @@ def test_a_whole_store_closed_by_another_process_while_it_opens_is_not_moved_asi
     """The last other connection's close may checkpoint and delete the WAL between two looks
     at the file: the opener must not judge the grown header against a size read before it."""
     import scraper.stores.sqlite as sqlite_stores
-    from scraper.stores.sqlite.contenthash import SqliteContentHashStore
+    from scraper.dedup.sqlitehashes import SqliteContentHashStore
 
     path = tmp_path / "docs.sqlite"
     other = SqliteContentHashStore(path)

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from runner import interrupt
-from runner.autoscale import CpuSample, Snapshotter
-from scraper.layout import DataLayout
-from scraper.outcome import NOTHING_FETCHED_EXIT
-from scraper.statefile import read_json
+from runner.supervision import interrupt
+from runner.supervision.autoscale import CpuSample, Snapshotter
+from scraper.utils.layout import DataLayout
+from scraper.utils.outcome import NOTHING_FETCHED_EXIT
+from scraper.utils.statefile import read_json
 from tests.support import FAST_SETTINGS, REPO_ROOT, RUNNER, SCRAPY, Collector, free_port, wait_for
 
 
@@ -353,7 +353,7 @@ def test_a_ctrl_c_swallowed_while_the_runner_starts_still_ends_the_start(
     garbage collector runs mid-import, its KeyboardInterrupt is printed as "Exception ignored"
     and dropped, and the runner went on to crawl (the test above hung so, now and then, on a
     busy machine). The start remembers it; the supervisor, its own handlers in place, ends the
-    start with it (runner/interrupt.py)."""
+    start with it (runner/supervision/interrupt.py)."""
     swallowed: list[type[BaseException] | None] = []
     monkeypatch.setattr(sys, "unraisablehook", lambda hook: swallowed.append(hook.exc_type))
     monkeypatch.setattr(interrupt, "_interrupted", False)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.state import RunnerRecord, SlotRecord, StatusFile, write_status
+from runner.core.runnerstate import RunnerRecord, SlotRecord, StatusFile, write_status
 from scraper.budget.limits import identity_for_token, identity_label
 from scraper.budget.store import BucketKey, BucketSpec, BudgetStore
-from scraper.layout import DataLayout
-from scraper.statefile import WorkerRecord, write_json_atomic
+from scraper.utils.layout import DataLayout
+from scraper.utils.statefile import WorkerRecord, write_json_atomic
 from tests.support import Collector, free_port
 from tests.test_budget import TIMING, Clock, rate, send
 

@@ -20,10 +20,16 @@ from typing import Any
 
 import pytest
 
-from runner.pidfile import PidFile
-from runner.state import HealthMemory, SlotRecord, StatusFile, write_health_memory, write_status
-from scraper.outcome import NOTHING_FETCHED_EXIT
-from scraper.statefile import WorkerRecord, write_worker
+from runner.core.pidfile import PidFile
+from runner.core.runnerstate import (
+    HealthMemory,
+    SlotRecord,
+    StatusFile,
+    write_health_memory,
+    write_status,
+)
+from scraper.utils.outcome import NOTHING_FETCHED_EXIT
+from scraper.utils.statefile import WorkerRecord, write_worker
 from tests.support import RUNNER, Collector, wait_for
 from tests.test_ops import Ops, Webhook
 
@@ -363,11 +369,11 @@ def test_unknown_commands_and_options(collector: Collector, args: list[str],
 
 
 def test_help_lists_every_subcommand_with_a_line(collector: Collector) -> None:
-    import runner.cli
+    import runner.cli.main
 
     result = collector.runner("--help")
     assert result.returncode == 0
-    for name in runner.cli.COMMANDS:
+    for name in runner.cli.main.COMMANDS:
         assert any(line.split()[:1] == [name] and len(line.split()) > 1
                    for line in result.stdout.splitlines()), (name, result.stdout)
 
@@ -387,7 +393,7 @@ def test_install_cron_dry_run_without_crontab_warns_about_the_token(
 
 
 def test_a_version_1_worker_file_reads_with_the_new_fields_defaulted(tmp_path: Path) -> None:
-    from scraper.statefile import STATE_VERSION, read_worker
+    from scraper.utils.statefile import STATE_VERSION, read_worker
 
     path = tmp_path / "docs-0of1.json"
     path.write_text(json.dumps({"spider": "docs", "shard": "0/1", "pid": 7, "items": 3,

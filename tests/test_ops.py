@@ -23,9 +23,9 @@ from typing import Any
 import psutil
 import pytest
 
+from runner.core.pidfile import running_pid
 from runner.ops.restart import stop_runner
-from runner.pidfile import running_pid
-from scraper.layout import DataLayout
+from scraper.utils.layout import DataLayout
 from tests.support import REPO_ROOT, RUNNER, Collector, wait_for
 
 MB = 1024 * 1024
@@ -641,9 +641,9 @@ def test_size_monitor_keeps_logs_by_the_runs_logs_keep_days(tmp_path: Path) -> N
     logs_keep_days that was never reloaded waits for the run that reads it."""
     import argparse
 
+    from runner.core.resolved import write_resolved
     from runner.ops.size import cmd_size
-    from runner.resolved import write_resolved
-    from scraper.config import load_config
+    from scraper.config.collector import load_config
 
     path = tmp_path / "collector.yaml"
     path.write_text(f"data_dir: {tmp_path / 'data'}\nlogs_keep_days: 10\n")

@@ -12,25 +12,25 @@ from typing import Any
 
 import pytest
 
-from runner.resolved import config_record
-from scraper.config import load_config, parse_config
+from runner.core.resolved import config_record
+from scraper.config.collector import load_config, parse_config
 from tests.support import Collector, wait_for
 
 COUNTER = textwrap.dedent("""\
-    # Counts scraper.config.load_config calls per process, for tests/test_reload.py.
+    # Counts scraper.config.collector.load_config calls per process, for tests/test_reload.py.
     import os
 
     if os.environ.get("LOAD_CONFIG_COUNT"):
-        import scraper.config
+        import scraper.config.collector
 
-        _load = scraper.config.load_config
+        _load = scraper.config.collector.load_config
 
         def load_config(*args, **kwargs):
             with open(os.environ["LOAD_CONFIG_COUNT"], "a") as out:
                 out.write(f"{os.getpid()}\\n")
             return _load(*args, **kwargs)
 
-        scraper.config.load_config = load_config
+        scraper.config.collector.load_config = load_config
 """)
 
 
@@ -222,8 +222,8 @@ def test_resolved_record_reads_back_as_the_config_without_its_secrets(tmp_path: 
 
 def test_status_and_watchdog_judge_by_the_runs_config_not_an_unreloaded_edit(
         tmp_path: Path) -> None:
-    from runner.resolved import run_config, write_resolved
-    from scraper.layout import DataLayout
+    from runner.core.resolved import run_config, write_resolved
+    from scraper.utils.layout import DataLayout
 
     path = tmp_path / "collector.yaml"
     path.write_text("round_interval: 60\nhealth: {failed_rounds: 3}\n")

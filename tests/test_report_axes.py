@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.dataset import queries
-from runner.dataset.schema import connect
-from runner.dataset.timeaxis import MIN_SPAN, time_limits
+from runner.catalog import queries
+from runner.catalog.schema import connect
+from runner.catalog.timeaxis import MIN_SPAN, time_limits
 from tests.reportdata import write_catalog
 from tests.test_catalog import in_child
 
@@ -24,8 +24,8 @@ import json, sys
 from pathlib import Path
 import matplotlib
 matplotlib.use("Agg")
-from runner.dataset import report
-from runner.dataset.schema import connect
+from runner.catalog import report
+from runner.catalog.schema import connect
 labels = {}
 import matplotlib.pyplot as plt
 original = plt.close

@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from runner.plan import allocate
+from runner.supervision.plan import allocate
 from tests.incrawler import crawl_round
 from tests.support import Collector, wait_for
 
@@ -299,8 +299,8 @@ def test_config_errors_are_one_line_and_exit_2(collector: Collector) -> None:
 
 PRELOAD_CHECK = """
 import sys
-import runner.supervisor
-runner.supervisor.preload()
+import runner.supervision.supervisor
+runner.supervision.supervisor.preload()
 from scrapy.cmdline import _get_commands_dict
 from scrapy.utils.project import get_project_settings
 before = set(sys.modules)
@@ -322,8 +322,8 @@ def test_preload_leaves_a_worker_nothing_to_import_to_find_its_command() -> None
 ABC_CHECK = """
 import abc
 import collections.abc
-import runner.supervisor
-runner.supervisor.preload()
+import runner.supervision.supervisor
+runner.supervision.supervisor.preload()
 asked = []
 check = abc.ABCMeta.__subclasscheck__
 def counting(cls, sub):
@@ -349,11 +349,11 @@ INTERN_CHECK = """
 import sys
 from pathlib import Path
 from benchmarks.parentprobe import _malloc
-import runner.preload
+import runner.supervision.preload
 if sys.argv[1] == "unsettled":
-    runner.preload.settle_interned_strings = lambda: None
-import runner.supervisor
-runner.supervisor.preload()
+    runner.supervision.preload.settle_interned_strings = lambda: None
+import runner.supervision.supervisor
+runner.supervision.supervisor.preload()
 before = _malloc()["mmapped_bytes"]  # the table is large enough to be mmap-ed alone
 for number in range(60_000):
     Path("state") / f"fresh-{number}.json"  # interned by pathlib, freed at once

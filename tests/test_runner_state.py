@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from runner.state import StatusFile, read_status
-from scraper.statefile import WorkerRecord, read_worker
+from runner.core.runnerstate import StatusFile, read_status
+from scraper.utils.statefile import WorkerRecord, read_worker
 from tests.support import Collector, wait_for
 
 REDIS_SERVER = shutil.which("redis-server")

@@ -22,9 +22,9 @@ import pytest
 from scrapy import Request
 from scrapy.http import TextResponse
 
-from runner.status import progress_note
-from scraper.searchround import request_bound
-from scraper.searchslices import parse_query
+from runner.status.render import progress_note
+from scraper.slicing.searchround import request_bound
+from scraper.slicing.slices import parse_query
 from spiders.search import SearchSpider
 from tests.fakes.launcher import FakeServer
 from tests.incrawler import MEMORY, project_crawler

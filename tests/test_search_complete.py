@@ -18,8 +18,8 @@ from urllib.parse import parse_qs
 import pytest
 import yaml
 
-from scraper.config import ConfigError, parse_config
-from scraper.searchslices import RESULTS_CAP, parse_query
+from scraper.config.collector import ConfigError, parse_config
+from scraper.slicing.slices import RESULTS_CAP, parse_query
 from tests.fakes.github import parse_search, search_results
 from tests.fakes.launcher import FakeServer, start_fake_github
 from tests.incrawler import crawl_log, crawl_round

@@ -18,13 +18,13 @@ from scrapy.utils.test import get_crawler
 
 from pipelines import segments
 from pipelines.itemstore import JsonLinesItemStore
-from runner.dataset.build import build_catalog
-from runner.metrics import MetricsWriter
-from runner.ops import growth
+from runner.catalog.build import build_catalog
+from runner.core import growth
+from runner.status.metrics import MetricsWriter
 from scraper import settings as project
-from scraper.config import CollectorConfig
-from scraper.layout import DataLayout
-from scraper.sharding import Shard
+from scraper.config.collector import CollectorConfig
+from scraper.utils.layout import DataLayout
+from scraper.utils.sharding import Shard
 
 
 class Recorder(scrapy.Spider):
@@ -252,7 +252,7 @@ def test_items_keep_days_removes_only_old_compressed_segments_once_loaded(
         tmp_path: Path, monkeypatch) -> None:
     from dataclasses import replace
 
-    from scraper.config import CollectorConfig
+    from scraper.config.collector import CollectorConfig
 
     store_round(tmp_path, [search_item(1)], ITEMSTORE_SEGMENT_SECONDS=0, ITEMSTORE_COMPRESS="gzip")
     store_round(tmp_path, [search_item(2)], ITEMSTORE_SEGMENT_SECONDS=0)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scraper.sharding import UNSHARDED, Shard, ShardError
+from scraper.utils.sharding import UNSHARDED, Shard, ShardError
 from tests.fakes.launcher import FakeServer
 from tests.incrawler import crawl_round
 from tests.support import Collector, wait_for

@@ -18,7 +18,7 @@ import pytest
 
 from scraper.budget.limits import RateHeaders
 from scraper.budget.store import BucketKey, BucketSpec
-from scraper.searchslices import Range, Slice
+from scraper.slicing.slices import Range, Slice
 from scraper.stores.base import StoreUnavailable, build_store
 from scraper.stores.memory import MemoryOutage
 from tests.incrawler import MEMORY, project_crawler
@@ -30,11 +30,11 @@ from tests.test_distributed import (  # the module's one redis-server
 )
 
 REDIS = {
-    "DELTAFETCH_STORAGE": "scraper.stores.redis.deltafetch.RedisDeltaFetchStore",
-    "CONTENTHASH_STORAGE": "scraper.stores.redis.contenthash.RedisContentHashStore",
-    "BUDGET_STORAGE": "scraper.stores.redis.budget.RedisBudgetStore",
-    "ETAG_STORAGE": "scraper.stores.redis.etags.RedisEtagStore",
-    "SLICEPLAN_STORAGE": "scraper.stores.redis.sliceplans.RedisSlicePlanStore",
+    "DELTAFETCH_STORAGE": "scraper.dedup.redisurls.RedisDeltaFetchStore",
+    "CONTENTHASH_STORAGE": "scraper.dedup.redishashes.RedisContentHashStore",
+    "BUDGET_STORAGE": "scraper.budget.redisbudget.RedisBudgetStore",
+    "ETAG_STORAGE": "scraper.budget.redisetags.RedisEtagStore",
+    "SLICEPLAN_STORAGE": "scraper.slicing.redisplans.RedisSlicePlanStore",
 }
 BACKENDS = ["memory", "sqlite", "redis"]
 

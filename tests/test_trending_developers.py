@@ -15,19 +15,21 @@ import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
-from runner.dataset.build import build_catalog
-from runner.dataset.reparse import reparse, trending_settings
-from scraper.config import DeveloperList, parse_config
-from scraper.drift import DEVELOPER_FIELDS, drift_reason
-from scraper.feedfilter import RowsOnly
+from runner.catalog.build import build_catalog
+from runner.catalog.reparse import reparse, trending_settings
+from scraper.config.collector import DeveloperList, parse_config
+from scraper.extensions.feedfilter import RowsOnly
 from scraper.items import TrendingDeveloperItem, TrendingRepoItem
-from scraper.layout import DataLayout
-from scraper.parsers.bounds import element_count
-from scraper.parsers.developers import DeveloperRow, parse_developers
-from scraper.stores.archive import ArchivedPage, FilesystemPageArchive, body_sha256
-from scraper.stores.base import PageArchiveStorage
-from scraper.stores.memory import MemoryPageArchive
-from scraper.trendingpages import (
+from scraper.trending.archive import (
+    ArchivedPage,
+    FilesystemPageArchive,
+    PageArchiveStorage,
+    body_sha256,
+)
+from scraper.trending.developers import DeveloperRow, parse_developers
+from scraper.trending.drift import DEVELOPER_FIELDS, drift_reason
+from scraper.trending.memoryarchive import MemoryPageArchive
+from scraper.trending.pages import (
     DEVELOPERS,
     developer_snapshot_rows,
     list_key,
@@ -35,6 +37,8 @@ from scraper.trendingpages import (
     parse_list_key,
     parse_profile,
 )
+from scraper.utils.bounds import element_count
+from scraper.utils.layout import DataLayout
 from spiders.trending import TrendingSpider, listing_of
 from tests.fakes.data import TRENDING_PAGES
 from tests.incrawler import project_crawler
@@ -122,7 +126,7 @@ def test_config_turns_the_developer_lists_on_and_after_the_repository_lists() ->
                       "collector.yaml", Path("/srv"))
     assert on.trending.start_entries()[-3:] == [
         DeveloperList("", p) for p in ("daily", "weekly", "monthly")]
-    from scraper.config import ConfigError
+    from scraper.config.collector import ConfigError
 
     with pytest.raises(ConfigError, match=r"^collector\.yaml: spiders\.trending\.developers"
                                           r"\.periods\[0\]: 'hourly' is not one of daily"):
@@ -227,7 +231,7 @@ def test_catalog_keeps_developer_history_and_history_answers_for_a_login(
     again = build_catalog(layout, config)
     assert again.files == 0
 
-    from runner.cli import main
+    from runner.cli.main import main
 
     assert main(["history", "nunomaduro", "--config", str(_config_file(tmp_path, layout))]) == 0
     shown = capsys.readouterr().out.splitlines()
@@ -427,7 +431,7 @@ def test_every_page_archive_keeps_the_same_contract(kind: str, tmp_path: Path) -
 def test_the_spider_archives_into_whatever_store_its_setting_names(tmp_path: Path) -> None:
     crawler = project_crawler(
         TrendingSpider, COLLECTOR_DATA_DIR=str(tmp_path), GITHUB_WEB_URL="https://gh.test",
-        TRENDING_ARCHIVE_STORAGE="scraper.stores.memory.MemoryPageArchive",
+        TRENDING_ARCHIVE_STORAGE="scraper.trending.memoryarchive.MemoryPageArchive",
         MEMORY_STORAGE_SPACE="developers-archive")
     spider = crawler.spider
     url = "https://gh.test/trending/developers?since=daily"

@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from runner.outcome import shard_health, unhealthy_spiders
-from runner.state import SlotRecord
-from scraper.config import HealthConfig
-from scraper.drift import drift_reason
-from scraper.statefile import WorkerRecord
-from scraper.stores.archive import (
+from runner.core.health import shard_health, unhealthy_spiders
+from runner.core.runnerstate import SlotRecord
+from scraper.config.collector import HealthConfig
+from scraper.trending.archive import (
     ArchivedPage,
     FilesystemPageArchive,
     ParseProfile,
     body_sha256,
 )
+from scraper.trending.drift import drift_reason
+from scraper.utils.statefile import WorkerRecord
 from tests.fakes.data import TRENDING_PAGES
 from tests.incrawler import crawl_log, crawl_round
 from tests.support import Collector
@@ -158,7 +158,7 @@ def test_a_parser_broken_while_collecting_loses_no_history_after_reparse(
 
 
 def _layout(collector: Collector) -> Any:
-    from scraper.layout import DataLayout
+    from scraper.utils.layout import DataLayout
 
     return DataLayout(collector.data_dir)
 
@@ -233,8 +233,8 @@ CREATE INDEX history_by_first_seen ON trending_history (period, trending_languag
 
 def test_a_catalog_of_the_earlier_schema_is_migrated_keeping_every_observation(
         tmp_path: Path) -> None:
-    from runner.dataset.build import build_catalog
-    from scraper.layout import DataLayout
+    from runner.catalog.build import build_catalog
+    from scraper.utils.layout import DataLayout
 
     layout = DataLayout(tmp_path / "data")
     layout.root.mkdir()

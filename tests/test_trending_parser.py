@@ -1,4 +1,4 @@
-"""Tests for scraper.parsers.trending against real GitHub trending captures.
+"""Tests for scraper.trending.repositories against real GitHub trending captures.
 
 Expected values were read off the fixture HTML by hand, not produced by the parser.
 """
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from scraper.parsers.trending import TrendingRow, _count, parse_trending
+from scraper.trending.repositories import TrendingRow, _count, parse_trending
 from tests.fakes.data import TRENDING_PAGES
 
 FIXTURES = TRENDING_PAGES

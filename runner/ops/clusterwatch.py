@@ -20,10 +20,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from runner.cluster import silent_boxes
-from scraper.distributed.registry import box_name, cluster_status
-from scraper.statefile import private_dirs, write_atomic
-from scraper.units import format_duration
+from runner.status.clusterview import silent_boxes
+from scraper.cluster.registry import box_name, cluster_status
+from scraper.utils.statefile import private_dirs, write_atomic
+from scraper.utils.units import format_duration
 
 MEMORY_NAME = "cluster-health.json"
 

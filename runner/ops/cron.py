@@ -24,9 +24,9 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.argtypes import add_min_workers, size_text
-from runner.usage import PROG, usage_error
-from scraper.config import CONFIG_ENV, CollectorConfig, resolve_config_path
+from runner.core.argtypes import add_min_workers, size_text
+from runner.core.usage import PROG, usage_error
+from scraper.config.collector import CONFIG_ENV, CollectorConfig, resolve_config_path
 
 BEGIN = "# >>> hubcollect >>>"
 END = "# <<< hubcollect <<<"

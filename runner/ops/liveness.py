@@ -1,5 +1,5 @@
 """Are the collector's processes alive? Judged from ``state/status.json``, the pidfile lock and
-psutil. (Whether they collect anything is :mod:`runner.outcome`'s question.)
+psutil. (Whether they collect anything is :mod:`runner.core.health`'s question.)
 
 A worker slot is healthy when the status says ``running`` and psutil agrees that its pid is a
 live child of the runner, ``sleeping`` with its next round not overdue, or ``queued`` (its round
@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 
-from runner.state import SlotRecord, SlotStatus, StatusFile, read_status
-from scraper.layout import DataLayout
+from runner.core.runnerstate import SlotRecord, SlotStatus, StatusFile, read_status
+from scraper.utils.layout import DataLayout
 
 STALE_ROUNDS = 3
 STALE_SLACK = 60.0
@@ -88,7 +88,9 @@ def slot_problems(workers: list[SlotRecord], runner_pid: int | None, now: Clocks
             if slot.pid not in children:
                 problems[slot.slug] = ("running", slot.pid)
         elif slot.state == SlotStatus.QUEUED:
-            continue  # due, waiting for a turn to crawl (runner/autoscale.py): the runner's choice
+            # due, waiting for a turn to crawl (runner/supervision/autoscale.py): the runner's
+            # choice
+            continue
         elif slot.state == SlotStatus.SLEEPING:
             due_in = now.until(slot.next_round_at, slot.next_round_monotonic)
             if due_in is None or due_in + SLEEP_GRACE < 0:

@@ -17,8 +17,8 @@ import urllib.request
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from scraper.config import CollectorConfig
-from scraper.layout import DataLayout
+from scraper.config.collector import CollectorConfig
+from scraper.utils.layout import DataLayout
 
 WEBHOOK_TIMEOUT = 3.0
 """Seconds one POST may take, connect to last byte; chat webhooks answer in well under one."""

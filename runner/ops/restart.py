@@ -25,16 +25,22 @@ from pathlib import Path
 
 import psutil
 
+from runner.core.pidfile import running_pid
+from runner.core.runargs import parse_run_options
+from runner.core.runnerstate import RunnerLaunch, read_status
+from runner.core.usage import UsageError
 from runner.ops.liveness import Clocks, healthy_slots
 from runner.ops.notify import log_to_runner_log
-from runner.pidfile import running_pid
-from runner.runargs import parse_run_options
-from runner.state import RunnerLaunch, read_status
-from runner.usage import UsageError
-from scraper.config import CONFIG_ENV, REDIS_URL_ENV, SPIDER_NAMES, ConfigError, load_config
-from scraper.layout import DataLayout
-from scraper.settingtypes import setting_default
-from scraper.urlmask import is_masked, mask_url
+from scraper.config.collector import (
+    CONFIG_ENV,
+    REDIS_URL_ENV,
+    SPIDER_NAMES,
+    ConfigError,
+    load_config,
+)
+from scraper.config.settingtypes import setting_default
+from scraper.utils.layout import DataLayout
+from scraper.utils.urlmask import is_masked, mask_url
 
 UP_TIMEOUT = 60.0
 """How long a restarted runner has to hold its pidfile and show its workers running."""

@@ -23,15 +23,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.argtypes import size_bytes
+from runner.core.argtypes import size_bytes
+from runner.core.resolved import run_config
+from runner.core.usage import usage_error
 from runner.ops.notify import say
-from runner.resolved import run_config
-from runner.usage import usage_error
-from scraper.config import CollectorConfig
-from scraper.layout import DataLayout
-from scraper.pidlock import exclusive_or_skip
-from scraper.statefile import write_atomic
-from scraper.units import format_size
+from scraper.config.collector import CollectorConfig
+from scraper.utils.layout import DataLayout
+from scraper.utils.pidlock import exclusive_or_skip
+from scraper.utils.statefile import write_atomic
+from scraper.utils.units import format_size
 
 ROTATED_LOG = re.compile(r"\.log\.\d+$")
 
@@ -68,7 +68,7 @@ def cmd_size(args: argparse.Namespace, config: CollectorConfig) -> int:
 
 def check_milestone(root: Path, mark_file: Path, step: int, target: int | None) -> str | None:
     """The line to print when ``root`` has crossed a new multiple of ``step``; updates the mark."""
-    from scraper.diskspace import data_size  # the same measure as `status` (disk blocks)
+    from scraper.utils.diskspace import data_size  # the same measure as `status` (disk blocks)
 
     size = data_size(root)
     mark = read_mark(mark_file)

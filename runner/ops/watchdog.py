@@ -16,7 +16,7 @@ printed::
     collector restarted: 20 workers
 
 Outcome: with its processes fine, the collector is judged by what its rounds produce
-(:mod:`runner.outcome`). A spider whose shards all fetched nothing for ``health.failed_rounds``
+(:mod:`runner.core.health`). A spider whose shards all fetched nothing for ``health.failed_rounds``
 rounds, or whose listing pages parse to zero rows, gets one line when it begins and one when it
 ends; the spiders already reported are remembered in ``state/health.json``, so nothing is said
 while it persists. A restart cannot cure those (a DNS failure, a markup change), so none is
@@ -35,8 +35,21 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from runner.argtypes import add_min_workers
-from runner.ops.growth import outlook
+from runner.core.argtypes import add_min_workers
+from runner.core.growth import outlook
+from runner.core.health import shard_health, unhealthy_spiders
+from runner.core.pidfile import running_pid
+from runner.core.resolved import run_config
+from runner.core.runnerstate import (
+    HealthMemory,
+    RunnerLaunch,
+    StatusFile,
+    read_health_memory,
+    read_launch,
+    read_status,
+    write_health_memory,
+)
+from runner.core.usage import PROG, TROUBLE, usage_error
 from runner.ops.liveness import CONFIRM_TIMEOUT, Clocks, Verdict, assess, next_status
 from runner.ops.notify import log_to_runner_log, say
 from runner.ops.restart import (
@@ -46,25 +59,12 @@ from runner.ops.restart import (
     stop_runner,
     wait_until_up,
 )
-from runner.outcome import shard_health, unhealthy_spiders
-from runner.pidfile import running_pid
-from runner.resolved import run_config
-from runner.state import (
-    HealthMemory,
-    RunnerLaunch,
-    StatusFile,
-    read_health_memory,
-    read_launch,
-    read_status,
-    write_health_memory,
-)
-from runner.usage import PROG, TROUBLE, usage_error
-from scraper.config import CollectorConfig
-from scraper.layout import DataLayout
-from scraper.pidlock import exclusive_or_skip
+from scraper.config.collector import CollectorConfig
 from scraper.settings import REDIS_KEY_PREFIX
-from scraper.statefile import read_worker
-from scraper.units import counted, format_size
+from scraper.utils.layout import DataLayout
+from scraper.utils.pidlock import exclusive_or_skip
+from scraper.utils.statefile import read_worker
+from scraper.utils.units import counted, format_size
 
 
 def register(parser: argparse.ArgumentParser,

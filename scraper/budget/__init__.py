@@ -2,7 +2,7 @@
 
 :mod:`scraper.budget.store` keeps it (SQLite under ``{data_dir}/state/budget.sqlite``);
 :mod:`scraper.budget.limits` reads GitHub's answers (rate headers, limit responses, pause order);
-:mod:`scraper.downloadermiddlewares.budget` spends it.
+:mod:`scraper.budget.middleware` spends it.
 """
 
 from scraper.budget.limits import (

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from scraper.statefile import read_json, write_json_atomic
+from scraper.utils.statefile import read_json, write_json_atomic
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 

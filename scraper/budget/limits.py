@@ -33,7 +33,7 @@ def identity_for_token(token: str | None) -> str:
 
 
 def settings_identity(settings: BaseSettings) -> str:
-    """The identity of the ``GITHUB_TOKEN`` setting (a :class:`scraper.config.Secret`)."""
+    """The identity of the ``GITHUB_TOKEN`` setting (a :class:`scraper.config.collector.Secret`)."""
     token = settings.get("GITHUB_TOKEN")
     return identity_for_token(token.reveal() if token else None)
 

@@ -37,10 +37,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scraper.budget.limits import MAX_WAIT, PauseDecision, RateHeaders, pause_for
+from scraper.stores.base import Outage
 from scraper.stores.sqlite import open_store, transaction
 
 if TYPE_CHECKING:  # the runner's status and catalog read budgets without Scrapy
     from scrapy.settings import BaseSettings
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    pass
 
 KIND = "budget"
 VERSION = 2
@@ -641,3 +646,34 @@ def read_buckets(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         record["in_flight"] = counts.get((record["identity"], record["resource"], 1), 0)
         out.append(record)
     return out
+
+
+
+
+
+
+class BudgetStorage(Outage, Protocol):
+    """The GitHub budget (:class:`scraper.budget.store.BudgetStore`'s methods)."""
+
+    def define(self, key: Any, spec: Any) -> None: ...
+
+    def reserve(self, key: Any) -> Any: ...
+
+    def claim(self, ticket: Any) -> Any: ...
+
+    def cancel(self, ticket: Any) -> None: ...
+
+    def slot_of(self, ticket: Any) -> float: ...
+
+    def complete(self, ticket: Any, key: Any, rate: Any, **kwargs: Any) -> None: ...
+
+    def limited(self, ticket: Any, key: Any, rate: Any, kind: str,
+                retry_after: float | None) -> Any: ...
+
+    def probe_result(self, identity: str, resources: Any) -> None: ...
+
+    def buckets(self) -> list[dict[str, Any]]: ...
+
+    def release_process(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -14,13 +14,15 @@ from typing import NoReturn
 
 from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
-from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.addon import apply
-from scraper.config import ConfigError, resolve_config_path
-from scraper.diskspace import (
+from scraper.config.collector import ConfigError, resolve_config_path
+from scraper.config.settingtypes import setting_problem
+from scraper.extensions.feedfilter import rows_only_feeds
+from scraper.extensions.logrotate import open_log
+from scraper.utils.diskspace import (
     DISK_FULL_EXIT,
     DISK_FULL_REASON,
     START_FREE_BYTES,
@@ -28,22 +30,19 @@ from scraper.diskspace import (
     is_disk_full,
     probe_writable,
 )
-from scraper.extensions.logrotate import open_log
-from scraper.feedfilter import rows_only_feeds
-from scraper.layout import DataLayout
-from scraper.outcome import NOTHING_FETCHED_EXIT, fetched_nothing
-from scraper.quietlog import quiet_startup
-from scraper.settingtypes import setting_problem
-from scraper.sharding import UNSHARDED, Shard, ShardError
-from scraper.spiderargs import (
+from scraper.utils.layout import DataLayout
+from scraper.utils.outcome import NOTHING_FETCHED_EXIT, fetched_nothing
+from scraper.utils.quietlog import quiet_startup
+from scraper.utils.sharding import UNSHARDED, Shard, ShardError
+from scraper.utils.spiderargs import (
     RESET_ARGUMENTS,
     SCRAPYD_ARGUMENTS,
     SPIDER_ARGUMENTS,
     SpiderArgumentError,
     parse_switch,
 )
-from scraper.units import format_size
-from scraper.workerlock import WorkerLockedError, acquire_worker_lock
+from scraper.utils.units import format_size
+from scraper.utils.workerlock import WorkerLockedError, acquire_worker_lock
 
 USAGE_ERROR = 2
 """Exit status for anything the user must fix (config, arguments)."""
@@ -150,23 +149,19 @@ class Command(ScrapyCrawlCommand):
         # then drops: at the handler's level, the logger drops them before they are built.
         logging.getLogger("scrapy").setLevel(self.settings["LOG_LEVEL"])
         quiet_startup(self.settings)
-        super().run(args, opts)
+        # Scrapy's own run, with the crawler kept: its spider_closed says how the round ended.
+        # In the distributed mode SPIDER_LOADER_CLASS hands out the spider's Redis variant.
+        assert self.crawler_process is not None
+        crawler = self._create_crawler(self.spider_name)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
         if self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
         elif self.failed_round and not self.exitcode:
             self.exitcode = NOTHING_FETCHED_EXIT
-
-    def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
-        if self.settings.getbool("COLLECTOR_DISTRIBUTED"):
-            from scraper.distributed.spiderclass import distributed_class
-
-            assert self.crawler_process is not None
-            if isinstance(spidercls, str):
-                spidercls = self.crawler_process.spider_loader.load(spidercls)
-            spidercls = distributed_class(spidercls)
-        crawler = super()._create_crawler(spidercls)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
-        return crawler
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.finish_reason = reason

@@ -17,14 +17,14 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from scraper.addon import apply
-from scraper.config import ConfigError
-from scraper.quietlog import quiet_startup
+from scraper.config.collector import ConfigError
+from scraper.utils.quietlog import quiet_startup
 
 ROUND_BOOKKEEPING = {
     "EXTENSIONS": ("scraper.extensions.workerstate.WorkerState",
                    "scraper.extensions.summary.RoundSummary",
                    "scraper.extensions.logrotate.LogRotation"),
-    "SPIDER_MIDDLEWARES": ("scraper.spidermiddlewares.deltafetch.ShardedDeltaFetch",),
+    "SPIDER_MIDDLEWARES": ("scraper.dedup.deltafetch.ShardedDeltaFetch",),
 }
 """Components that record a round; ITEM_PIPELINES are off as a whole."""
 

@@ -26,7 +26,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from scraper.config import Secret
+from scraper.config.collector import Secret
 
 
 def origin(url: str) -> tuple[str, str, int | None]:

@@ -20,9 +20,9 @@ from typing import Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from scraper.outcome import stats_problem
-from scraper.searchround import incomplete_note
-from scraper.units import counted
+from scraper.slicing.searchround import incomplete_note
+from scraper.utils.outcome import stats_problem
+from scraper.utils.units import counted
 
 
 class RoundSummary:

@@ -1,10 +1,10 @@
 """A worker's live state for the runner's ``status``: ``state/workers/{spider}-{i}of{N}.json``.
 
 Written every ``WORKER_STATE_INTERVAL`` seconds and at close as a
-:class:`scraper.statefile.WorkerRecord` (atomic replace: a reader never sees half a file). Holds
-Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS), the last error
-logged and the round's outcome (:mod:`scraper.outcome`), the same whether the spider runs by hand
-or under the runner.
+:class:`scraper.utils.statefile.WorkerRecord` (atomic replace: a reader never sees half a
+file). Holds Scrapy's own stats (items, pages, errors), the process's memory (USS/PSS), the last
+error logged and the round's outcome (:mod:`scraper.utils.outcome`), the same whether the spider
+runs by hand or under the runner.
 
 Two counters outlive the round: ``items_total`` and ``failed_rounds`` (rounds in a row that sent
 requests and got no answer with data) start from the previous round's file, so they survive a
@@ -22,9 +22,9 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from twisted.internet import task
 
-from scraper.drift import DRIFT_LISTINGS, DRIFT_REASON
-from scraper.layout import DataLayout
-from scraper.outcome import (
+from scraper.trending.drift import DRIFT_LISTINGS, DRIFT_REASON
+from scraper.utils.layout import DataLayout
+from scraper.utils.outcome import (
     EMPTY_LISTING_URL,
     EMPTY_LISTINGS,
     FIRST_ERROR,
@@ -32,7 +32,7 @@ from scraper.outcome import (
     response_classes,
     robots_requests,
 )
-from scraper.statefile import WorkerRecord, read_worker, write_worker
+from scraper.utils.statefile import WorkerRecord, read_worker, write_worker
 
 MB = 1024 * 1024
 

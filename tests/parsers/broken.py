@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from scraper.parsers.bounds import element_count
-from scraper.parsers.developers import DeveloperRow, parse_developers
-from scraper.parsers.trending import TrendingRow, parse_trending
+from scraper.trending.developers import DeveloperRow, parse_developers
+from scraper.trending.repositories import TrendingRow, parse_trending
+from scraper.utils.bounds import element_count
 
 PARSER_VERSION = "1"  # the parser did not change; the markup did
 

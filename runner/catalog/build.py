@@ -1,0 +1,441 @@
+"""``python -m runner catalog``: load closed item files into ``{data_dir}/catalog.sqlite``.
+
+* **Incremental**: only files not yet in ``loaded_files`` are read; a re-run adds nothing.
+* **Safe beside the collector**: only closed ``.jsonl``/``.jsonl.gz`` files are read (never an
+  open segment's ``.part``);
+  a closed file is never written again.
+* **Crash-safe**: each file, or group of small files (:data:`GROUP_BYTES`), is one transaction
+  that also records the files as loaded, so a kill mid-build leaves the catalog as it was after
+  the last whole group (readers keep using it, WAL) and the next run loads the rest. Every
+  merge below is order-independent, so that run ends with the same tables as one clean build.
+* **Bounded memory**: lines are streamed into per-group temporary tables in chunks, then merged
+  in SQL; nothing grows with the number of items.
+* **One build at a time**: a second build (the runner's, or one by hand) steps aside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.catalog import trendingsnapshots as trending
+from runner.catalog.records import (
+    BadRecord,
+    developer_snapshot,
+    docs_row,
+    is_developer_snapshot,
+    is_page_snapshot,
+    page_snapshot,
+    parse_line,
+    search_row,
+    stamp,
+)
+from runner.catalog.retention import remove_older
+from runner.catalog.schema import INDEXES, connect
+from runner.core.usage import INTERRUPTED
+from runner.core.usage import PROG as RUNNER
+from scraper.config.collector import CollectorConfig
+from scraper.utils.layout import DataLayout
+from scraper.utils.pidlock import exclusive_or_skip
+from scraper.utils.stamps import utc_stamp
+
+PROG = f"{RUNNER} catalog"
+CHUNK = 2000
+"""Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
+CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
+"""Closed item files (segments, or a round's file in older data dirs); never ``.part``."""
+GROUP_BYTES = 4 * 1024 * 1024
+"""Item files loaded in one transaction, up to this many bytes: a first build of thousands of
+hourly segments pays the merges and the commit once per group, not once per file. A kill loses
+at most the group being loaded, which the next build loads again."""
+DEFER_INDEX_FILES = 1000
+DEFERRED_INDEX = "page_rows_by_name"
+"""A build of more new files than that (a first build) drops this index while it loads and
+makes it once at the end. Filled row by row, its pages (one run per repository) are all
+touched again at every commit: a year's first build wrote 20 GB for a 0.8 GB catalog and
+became disk-bound. Sorted once at the end, it is written once. The merges find page rows by
+page_id and do not need it; a kill meanwhile leaves it to the next connect, which makes it."""
+WARNINGS_PER_FILE = 5
+"""Bad lines named one by one in a file; the rest are counted in one more line."""
+
+_REPO_META = ("full_name", "description", "language", "stargazers_count", "forks_count",
+              "topics", "license", "created_at", "pushed_at", "archived")
+
+TEMP_DDL = (
+    *trending.TEMP_DDL,
+    f"CREATE TEMP TABLE IF NOT EXISTS search (id, collected_at, {', '.join(_REPO_META)})",
+    "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title, markdown, "
+    "code_blocks, code_blocks_exact, version)",
+)
+
+MERGE_SQL = (
+    *trending.MERGE_SQL,
+    # Search results: every star count, and the latest metadata per repository.
+    "INSERT OR IGNORE INTO repo_stars SELECT id, collected_at, stargazers_count FROM temp.search",
+    f"INSERT INTO repos SELECT id, {', '.join(_REPO_META)}, first_seen, collected_at FROM "
+    "(SELECT *, min(collected_at) OVER (PARTITION BY id) AS first_seen, row_number() OVER "
+    "(PARTITION BY id ORDER BY collected_at DESC, stargazers_count DESC, full_name) AS n "
+    "FROM temp.search) WHERE n = 1 ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = iif(excluded.last_seen >= last_seen, excluded.{c}, {c})"
+                for c in _REPO_META)
+    + ", first_seen = min(first_seen, excluded.first_seen), "
+    "last_seen = max(last_seen, excluded.last_seen)",
+    "DELETE FROM temp.search",
+    # Docs: every content a page had; the page's row recomputed from them.
+    "INSERT INTO docs_versions SELECT url, content_hash, min(collected_at), title FROM temp.docs "
+    "GROUP BY url, content_hash ON CONFLICT (url, content_hash) DO UPDATE SET "
+    "first_seen = min(first_seen, excluded.first_seen)",
+    # One content hash is one content: the first line of it loaded says what it says.
+    "INSERT OR IGNORE INTO docs_contents SELECT url, content_hash, title, markdown, code_blocks, "
+    "code_blocks_exact, version FROM temp.docs ORDER BY collected_at",
+    "INSERT OR REPLACE INTO docs_pages SELECT v.url, v.title, v.content_hash, a.first_seen, "
+    "a.last_changed, a.versions FROM (SELECT url, min(first_seen) AS first_seen, "
+    "max(first_seen) AS last_changed, count(*) AS versions FROM docs_versions "
+    "WHERE url IN (SELECT url FROM temp.docs) GROUP BY url) a "
+    "JOIN docs_versions v ON v.url = a.url AND v.first_seen = a.last_changed "
+    "ORDER BY v.content_hash",  # a tie: the greatest hash is written last, and kept
+    # In the same transaction: the docs feeds redo these pages' entries, and only these.
+    "INSERT OR IGNORE INTO docs_feed_pending SELECT DISTINCT url, content_hash FROM temp.docs",
+    "DELETE FROM temp.docs",
+)
+
+Warn = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class BuildResult:
+    files: int = 0
+    lines: int = 0
+    bad_lines: int = 0
+    seconds: float = 0.0
+    busy: bool = False  # another build held the lock: this one did nothing
+    removed: int = 0  # compressed segments removed (items_keep_days)
+
+    def describe(self, path: Path) -> str:
+        if self.busy:
+            return f"catalog: another build is running on {path}; nothing done"
+        bad = f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
+        if self.removed:
+            bad += f", {self.removed:,} old compressed segments removed"
+        return (f"catalog: {self.files:,} new files, {self.lines:,} lines{bad} in "
+                f"{self.seconds:.1f} s -> {path}")
+
+
+def _stderr(line: str) -> None:
+    print(f"{PROG}: {line}", file=sys.stderr)
+
+
+def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
+                  warn: Warn = _stderr) -> BuildResult:
+    """Load every closed item file not loaded yet; then take samples and write the feeds."""
+    started = time.monotonic()
+    result = BuildResult()
+    with exclusive_or_skip(layout.catalog_lock) as mine:
+        if not mine:
+            result.busy = True
+            return result
+        try:
+            return _build(layout, config, warn, result, started)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:  # locked, full, I/O: not damage
+                raise
+            aside = move_aside(layout.catalog_db)
+            warn(f"{layout.catalog_db}: damaged ({exc}); moved aside to {aside.name}, "
+                 "rebuilding it from the item files")
+            return _build(layout, config, warn, BuildResult(), started)
+
+
+def move_aside(db: Path) -> Path:
+    """A damaged catalog (and its -wal, -shm) renamed, never deleted: it is built again from
+    the item files, which it only summarises."""
+    aside = db.with_name(f"{db.name}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    for suffix in ("", "-wal", "-shm"):
+        source = db.with_name(db.name + suffix)
+        if source.exists():
+            os.replace(source, aside.with_name(aside.name + suffix))
+    return aside
+
+
+def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
+           result: BuildResult, started: float) -> BuildResult:
+    conn = connect(layout.catalog_db)
+    try:
+        for statement in TEMP_DDL:
+            conn.execute(statement)
+        files = new_files(conn, layout)
+        deferred = len(files) > DEFER_INDEX_FILES
+        if deferred:
+            conn.execute(f"DROP INDEX IF EXISTS {DEFERRED_INDEX}")
+        for group in groups(files, GROUP_BYTES):
+            lines, bad = load_files(conn, group, warn)
+            result.files += len(group)
+            result.lines += lines
+            result.bad_lines += bad
+        if deferred:
+            conn.execute(next(sql for sql in INDEXES if f" {DEFERRED_INDEX} " in sql))
+        _take_samples(conn, layout)
+        if config is not None and config.items_keep_days:
+            result.removed = remove_loaded_segments(conn, layout, config.items_keep_days)
+        if config is not None:
+            from runner.catalog.docsfeeds import write_docs_feeds
+            from runner.catalog.feeds import write_feeds
+
+            said: set[str] = set()
+
+            def warn_once(line: str) -> None:  # both kinds of feed need feedgen
+                if line not in said:
+                    said.add(line)
+                    warn(line)
+
+            write_feeds(conn, layout, config.github.web_url, warn=warn_once)
+            write_docs_feeds(conn, layout, config.docs.start_entries(), warn=warn_once)
+    finally:
+        conn.close()
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
+    """Closed item files not loaded yet, as (path relative to items/, path), sorted.
+
+    One spider directory's loaded names are read in one query and held while it is listed
+    (a few MB after a year of hourly segments); a query per file cost more than the build
+    itself then (62,000 of them, 5 s).
+    """
+    found = []
+    root = layout.items_root
+    if not root.is_dir():
+        return found
+    for spider_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        prefix = f"{spider_dir.name}/"
+        loaded = {path for path, in conn.execute(
+            "SELECT path FROM loaded_files WHERE path >= ? AND path < ?",
+            (prefix, prefix[:-1] + chr(ord("/") + 1)))}
+        with os.scandir(spider_dir) as entries:
+            for entry in entries:
+                if not entry.name.endswith(CLOSED_SUFFIXES) or not entry.is_file():
+                    continue
+                rel = prefix + entry.name
+                # A file gzipped after it was loaded (by the user, by hand) is the same file.
+                if rel not in loaded and rel.removesuffix(".gz") not in loaded:
+                    found.append((rel, Path(entry.path)))
+        del loaded
+    found.sort()
+    return found
+
+
+def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
+                           now: float | None = None) -> int:
+    """Remove ``.jsonl.gz`` segments the catalog holds that are older than ``keep_days``.
+
+    Only compressed ones (the user chose to keep items small) and only once loaded: what the
+    catalog has not read is never removed, and the catalog's own history never goes.
+    """
+    rows = conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'")
+    return remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        yield from enumerate(handle, 1)
+
+
+class _Buffers:
+    """Rows waiting for ``executemany``, flushed every :data:`CHUNK` rows."""
+
+    SQL = {
+        **{f"{kind.temp}{table}": sql for kind in trending.KINDS
+           for table, sql in (("snap", kind.insert_snap), ("snaprows", kind.insert_snaprows))},
+        "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
+        "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    }
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in self.SQL}
+
+    def add(self, name: str, rows: list[tuple[Any, ...]]) -> None:
+        buffer = self.rows[name]
+        buffer.extend(rows)
+        if len(buffer) >= CHUNK:
+            self.flush(name)
+
+    def snapshot(self, kind: trending.ListTables, key: tuple[Any, ...],
+                 rows: list[tuple[Any, ...]]) -> None:
+        """A page snapshot: its rows once per distinct page, the fetch naming them."""
+        rows_hash = trending.page_hash(rows)
+        self.add(f"{kind.temp}snaprows", [(rows_hash, *row) for row in rows])
+        self.add(f"{kind.temp}snap", [(*key, rows_hash)])
+
+    def flush(self, name: str | None = None) -> None:
+        for key in [name] if name else list(self.rows):
+            if self.rows[key]:
+                self.conn.executemany(self.SQL[key], self.rows[key])
+                self.rows[key].clear()
+
+
+def groups(files: list[tuple[str, Path]], limit: int) -> Iterator[list[tuple[str, Path]]]:
+    """``files`` in runs of up to ``limit`` bytes (a larger file alone)."""
+    group: list[tuple[str, Path]] = []
+    size = 0
+    for rel, path in files:
+        try:
+            length = path.stat().st_size
+        except FileNotFoundError:  # removed since it was listed: its load will say so
+            length = 0
+        if group and size + length > limit:
+            yield group
+            group, size = [], 0
+        group.append((rel, path))
+        size += length
+    if group:
+        yield group
+
+
+def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[int, int]:
+    """Files in one transaction, each recorded as loaded in the same one; (lines, bad) in all.
+
+    The merges are order-independent, so a group gives the tables its files give one by one;
+    it only pays the merges and the commit once for all of them.
+    """
+    buffers = _Buffers(conn)
+    per_hour: dict[tuple[str, str], list[int]] = {}
+    loaded = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for rel, path in files:
+            size = path.stat().st_size
+            lines, bad = _read_file(path, buffers, per_hour, warn)
+            loaded.append((rel, size, lines, bad, utc_stamp()))
+        buffers.flush()
+        for statement in MERGE_SQL:
+            conn.execute(statement)
+        conn.executemany(
+            "INSERT INTO items_per_hour VALUES (?, ?, ?, ?) ON CONFLICT (spider, hour) "
+            "DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes",
+            [(spider, hour, n, b) for (spider, hour), (n, b) in per_hour.items()])
+        conn.executemany("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)", loaded)
+        conn.execute("COMMIT")
+    except BaseException:
+        # On a full disk or a damaged file the rollback may fail too (SQLite has rolled back
+        # already): the first error is the one to report.
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    return sum(row[2] for row in loaded), sum(row[3] for row in loaded)
+
+
+def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], list[int]],
+               warn: Warn) -> tuple[int, int]:
+    """One file's lines into the buffers and the hourly counts; (lines, bad)."""
+    lines = bad = 0
+    for number, raw in _lines(path):
+        lines += 1
+        try:
+            record = parse_line(raw)
+            if not isinstance(record, dict):
+                raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
+            if is_page_snapshot(record):
+                buffers.snapshot(trending.REPOSITORY_LISTS, *page_snapshot(record))
+                continue
+            if is_developer_snapshot(record):
+                buffers.snapshot(trending.DEVELOPER_LISTS, *developer_snapshot(record))
+                continue
+            spider = record.get("spider")
+            if spider == "search":
+                buffers.add("search", [search_row(record)])
+            elif spider == "docs":
+                buffers.add("docs", [docs_row(record)])
+            key = (str(spider), stamp(record)[:13] + ":00Z")
+            counts = per_hour.setdefault(key, [0, 0])
+            counts[0] += 1
+            counts[1] += len(raw)
+        except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
+            bad += 1
+            if bad <= WARNINGS_PER_FILE:
+                reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"
+                warn(f"{path}:{number}: {reason}; line skipped")
+    if bad > WARNINGS_PER_FILE:
+        warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
+    return lines, bad
+
+
+def _take_samples(conn: Any, layout: DataLayout) -> None:
+    """What only the live data dir can tell later plots: its size and the GitHub budget now."""
+    from runner.core.budgetview import budget_rows
+    from runner.core.growth import read_samples, record_sample
+
+    # The growth sample (at most 10 minutes old, a walk only when older): walking the data dir
+    # at every build would cost what a year of segments costs to list.
+    record_sample(layout)
+    size = read_samples(layout)[-1][1]
+    now = utc_stamp()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT OR REPLACE INTO size_samples VALUES (?, ?)", (now, size))
+    for row in budget_rows(layout):
+        if row.get("limit") is not None and row.get("remaining") is not None:
+            conn.execute("INSERT OR REPLACE INTO budget_samples VALUES (?, ?, ?, ?, ?)",
+                         (now, row["resource"], row["identity"], row["limit"],
+                          row["remaining"]))
+    conn.execute("COMMIT")
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def register(parser: argparse.ArgumentParser,
+             add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
+    parser.description = ("Load the closed item files not loaded yet into "
+                          "{data_dir}/catalog.sqlite, and update the feeds.")
+    add_config_option(parser)
+    parser.add_argument("--take-over", action="store_true",
+                        help="distributed mode: build the cluster's dataset on this box from "
+                        "now on (every box ships its segments here)")
+    parser.add_argument("--scheduled", action="store_true", help=argparse.SUPPRESS)
+    parser.set_defaults(handler=cmd_catalog)
+
+
+def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
+    layout = DataLayout(config.data_dir)
+    if config.redis_url:  # the cluster's dataset: built on one box, from every box's segments
+        from runner.catalog.gather import gather
+
+        if not gather(config, layout, take_over=args.take_over, scheduled=args.scheduled,
+                      say=print, warn=_stderr):
+            if config.items_keep_days:  # what the dataset box has is not kept twice
+                from runner.catalog.gather import remove_confirmed_segments
+
+                try:
+                    remove_confirmed_segments(layout, config.items_keep_days)
+                except OSError as exc:
+                    _stderr(f"{exc.filename or layout.items_root}: {exc.strerror}")
+            return 0
+    try:
+        result = build_catalog(layout, config)
+    except OSError as exc:
+        print(f"{PROG}: {exc.filename or layout.root}: {exc.strerror}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        # Each file is loaded in its own transaction: what was finished stays, the rest waits.
+        print(f"{PROG}: interrupted; run it again to finish", file=sys.stderr)
+        return INTERRUPTED
+    except sqlite3.Error as exc:  # a full disk, an I/O error: nothing half-loaded stays
+        print(f"{PROG}: {layout.catalog_db}: {exc}", file=sys.stderr)
+        return 1
+    print(result.describe(layout.catalog_db))
+    if not result.busy:
+        from runner.catalog.sitefidelity import catalog_fidelity
+
+        for site in catalog_fidelity(layout, config):
+            print(f"docs code fidelity: {site.describe()}")
+    return 0

@@ -1,1 +1,0 @@
-"""Parsers that turn captured GitHub HTML into plain data rows."""
