@@ -182,8 +182,6 @@ def html_tables(html: str) -> list[tuple[int, int]]:
     return shapes
 
 
-
-
 def fixture_html(fixture: Fixture) -> str:
     return (FIXTURES / f"{fixture.name}.html").read_text(encoding="utf-8")
 

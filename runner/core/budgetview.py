@@ -59,8 +59,6 @@ def rows_from_buckets(buckets: list[dict[str, Any]], now: float) -> list[dict[st
     return rows
 
 
-
-
 def _limit(row: dict[str, Any]) -> str:
     window = format_duration(row["window"])
     if row["limit"] is None:

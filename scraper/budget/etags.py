@@ -4,12 +4,9 @@ Backends: :mod:`.sqliteetags`, :mod:`.redisetags`, :mod:`.memorybudget`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from scraper.stores.base import Outage
-
-if TYPE_CHECKING:
-    pass
 
 
 class EtagStorage(Outage, Protocol):

@@ -44,9 +44,6 @@ if TYPE_CHECKING:  # the runner's status and catalog read budgets without Scrapy
     from scrapy.settings import BaseSettings
 from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:
-    pass
-
 KIND = "budget"
 VERSION = 2
 SCHEMA = """
@@ -646,10 +643,6 @@ def read_buckets(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         record["in_flight"] = counts.get((record["identity"], record["resource"], 1), 0)
         out.append(record)
     return out
-
-
-
-
 
 
 class BudgetStorage(Outage, Protocol):

@@ -23,7 +23,7 @@ page is fetched again next round) rather than risk a duplicate.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol
 
 import scrapy
 from scrapy import signals
@@ -38,10 +38,7 @@ from scraper.stores.base import Outage, StoreUnavailable, build_store
 from scraper.utils.diskspace import round_closed_when_full, skipped_when_full
 from scraper.utils.engine import engine_closing
 from scraper.utils.spiderargs import reset_requested
-from scraper.utils.stamps import utc_stamp
-
-if TYPE_CHECKING:
-    pass
+from scraper.utils.stamps import next_second_stamp
 
 
 class ContentHashPipeline:
@@ -70,7 +67,7 @@ class ContentHashPipeline:
         assert self.crawler.spider is not None
         with round_closed_when_full():
             store = build_store(self.crawler, "CONTENTHASH_STORAGE")
-            store.open_spider(self.crawler.spider.name, utc_stamp() if reset else "")
+            store.open_spider(self.crawler.spider.name, next_second_stamp() if reset else "")
             self.store = store
 
     def close_spider(self) -> None:
@@ -133,10 +130,6 @@ class ContentHashPipeline:
         if digest in self.in_flight:
             self.in_flight.discard(digest)
             self.store.release(digest)
-
-
-
-
 
 
 class ContentHashStorage(Outage, Protocol):

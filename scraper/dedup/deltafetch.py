@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
@@ -52,9 +52,6 @@ from scraper.stores.base import Outage, StoreUnavailable, build_store
 from scraper.utils.diskspace import round_closed_when_full, skipped_when_full
 from scraper.utils.engine import engine_closing
 from scraper.utils.spiderargs import reset_requested
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -228,10 +225,6 @@ class ShardedDeltaFetch(DeltaFetch):
             page = self._pending.pop(id(item), None)
             if page is not None and page not in self._pending.values():
                 self._links.pop(page, None)
-
-
-
-
 
 
 class DeltaFetchStorage(Outage, Protocol):

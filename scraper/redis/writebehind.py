@@ -114,11 +114,6 @@ class WriteBehind:
                        "this shard's next start", self.link.label, len(self.pending), path)
 
 
-
-
-
-
-
 def write_behind(crawler: Crawler) -> WriteBehind:
     """The crawler's one write-behind queue (made on first use, once the spider exists)."""
     writes = getattr(crawler, _WRITES_ATTR, None)

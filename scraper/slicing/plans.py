@@ -5,13 +5,10 @@ keeps (``SLICEPLAN_STORAGE``) and the plan's JSON form. Backends: :mod:`.sqlitep
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from scraper.slicing.slices import Slice
 from scraper.stores.base import Outage
-
-if TYPE_CHECKING:
-    pass
 
 
 class SlicePlanStorage(Outage, Protocol):

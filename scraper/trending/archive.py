@@ -241,10 +241,6 @@ def retention_cutoff(seconds: float | None, now: float | None = None) -> str | N
     return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(then))
 
 
-
-
-
-
 @runtime_checkable
 class PageArchiveStorage(Outage, Protocol):
     """The page archive (:mod:`scraper.trending.archive`): every fetched trending page as served,
