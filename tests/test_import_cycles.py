@@ -1,5 +1,6 @@
-"""No import cycle among the project's modules, counting imports inside functions: a cycle hidden
-behind a function-local import is still two modules that cannot be understood (or loaded) apart."""
+"""No import cycle among the project's modules, counting imports inside functions and typing-only
+ones: a cycle hidden behind a function-local import or ``if TYPE_CHECKING:`` is still two modules
+that cannot be understood (or type-checked) apart."""
 
 from __future__ import annotations
 
@@ -16,21 +17,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def imported(tree: ast.AST, here: str, is_package: bool, modules: set[str]) -> set[str]:
-    """The project modules ``tree`` imports anywhere (typing-only blocks aside)."""
+    """The project modules ``tree`` imports anywhere."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -92,15 +83,16 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_cycle_finder_finds_a_function_local_cycle() -> None:
+def test_the_cycle_finder_finds_function_local_and_typing_only_cycles() -> None:
     a = ast.parse("def f():\n    from pkg import b\n")
     b = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.c\n"
                   "import pkg.a\n")
     modules = {"pkg", "pkg.a", "pkg.b", "pkg.c"}
     graph = {"pkg.a": imported(a, "pkg.a", False, modules),
              "pkg.b": imported(b, "pkg.b", False, modules), "pkg.c": set(), "pkg": set()}
-    assert graph["pkg.b"] == {"pkg.a"}  # the typing-only import is no edge
-    assert cycles(graph) == [["pkg.a", "pkg.b"]]
+    graph["pkg.c"] = imported(ast.parse("import pkg.b\n"), "pkg.c", False, modules)
+    assert graph["pkg.b"] == {"pkg.a", "pkg.c"}  # the typing-only import is an edge too
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
 
 
 def test_no_import_cycles() -> None:

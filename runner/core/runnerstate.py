@@ -35,6 +35,19 @@ WAITING = (SlotStatus.STARTING, SlotStatus.SLEEPING, SlotStatus.RESTARTING,
 """States that fork a worker once its next round is due."""
 ENDED = (SlotStatus.DONE, SlotStatus.FAILED)
 """States a slot never leaves."""
+KEPT_GOING = (SlotStatus.RUNNING, SlotStatus.SLEEPING, SlotStatus.QUEUED, SlotStatus.RESTARTING)
+"""States that last only while a runner supervises the slot: shown as ``down`` without one."""
+
+
+class ShownState(StrEnum):
+    """What ``status`` shows for a worker beyond its slot's own state."""
+
+    REDIS_WAIT = "redis-wait"  # running, paused: its Redis is unreachable
+    DOWN = "down"  # its slot says it is kept going, and no runner is alive
+
+
+UP = (SlotStatus.RUNNING, SlotStatus.SLEEPING, SlotStatus.QUEUED, ShownState.REDIS_WAIT)
+"""Shown states of a worker that is collecting, or will at its next round."""
 
 
 @dataclass

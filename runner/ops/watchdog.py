@@ -165,7 +165,7 @@ def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
                    config: CollectorConfig, verdict: Verdict, min_workers: int | None) -> int:
     """Say once when a spider's unhealth begins and once when it ends; restart for a hang."""
     mono = time.monotonic()
-    shards = [shard_health(slot, read_worker(layout.workers_state_dir / f"{slot.slug}.json"),
+    shards = [shard_health(slot, read_worker(layout.worker_state_of(slot.slug)),
                            config.health, config.round_interval_of(slot.spider), mono)
               for slot in status.workers]
     current = unhealthy_spiders(shards, config.health.failed_rounds)

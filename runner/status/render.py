@@ -11,7 +11,16 @@ from runner.core.budgetview import budget_rows, render_budget
 from runner.core.growth import outlook
 from runner.core.health import ShardHealth, shard_health
 from runner.core.pidfile import running_pid
-from runner.core.runnerstate import ENDED, SlotRecord, SlotStatus, StatusFile, read_status
+from runner.core.runnerstate import (
+    ENDED,
+    KEPT_GOING,
+    UP,
+    ShownState,
+    SlotRecord,
+    SlotStatus,
+    StatusFile,
+    read_status,
+)
 from scraper.budget.limits import ANONYMOUS, identity_for_token, identity_label
 from scraper.config.collector import CollectorConfig
 from scraper.slicing.searchround import incomplete_note
@@ -47,11 +56,11 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
     row["last_error"] = slot.last_error or (live.last_error if live else None)
     row["progress"] = progress_note(this_round.stats) if this_round else None
     if running and this_round and this_round.stats.get("distributed/redis_up") == 0:
-        row["state"] = "redis-wait"  # paused: its Redis is unreachable
+        row["state"] = ShownState.REDIS_WAIT
     next_at = slot.next_round_at
     row["next_round_in"] = max(0.0, next_at - now) if next_at else None
-    if not runner_alive and row["state"] in ("running", "sleeping", "queued", "restarting"):
-        row["state"] = "down"
+    if not runner_alive and row["state"] in KEPT_GOING:
+        row["state"] = ShownState.DOWN
     return row
 
 
@@ -74,7 +83,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     now, mono = time.time(), time.monotonic()
     workers = []
     for slot in status.workers:
-        live = read_worker(layout.workers_state_dir / f"{slot.slug}.json")
+        live = read_worker(layout.worker_state_of(slot.slug))
         verdict = shard_health(slot, live, config.health,
                                config.round_interval_of(slot.spider), mono)
         workers.append(worker_row(slot, live, runner["alive"], now, verdict))
@@ -82,8 +91,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     runner["finished"] = bool(recorded and not runner["alive"] and status.runner.once
                               and status.workers and all(
                                   slot.state in ENDED for slot in status.workers))
-    up = sum(1 for w in workers
-             if w["state"] in ("running", "sleeping", "queued", "redis-wait"))
+    up = sum(1 for w in workers if w["state"] in UP)
     if data_bytes is None:
         data_bytes = data_size(layout.root) if layout.root.exists() else 0
     disk = outlook(layout, data_bytes)

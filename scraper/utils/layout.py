@@ -117,7 +117,11 @@ class DataLayout:
         return self.state_dir / "locks" / f"{worker_slug(spider, shard)}.lock"
 
     def worker_state(self, spider: str, shard: Shard) -> Path:
-        return self.state_dir / "workers" / f"{worker_slug(spider, shard)}.json"
+        return self.worker_state_of(worker_slug(spider, shard))
+
+    def worker_state_of(self, slug: str) -> Path:
+        """The state file of the spider-shard a runner slot names by its slug (``docs-1of4``)."""
+        return self.workers_state_dir / f"{slug}.json"
 
     def open_segment_pointer(self, spider: str, shard: Shard) -> Path:
         """Names the spider-shard's last opened item segment (:mod:`pipelines.segmentpointer`)."""
