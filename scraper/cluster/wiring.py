@@ -74,6 +74,9 @@ def configure(settings: BaseSettings, url: str) -> None:
             handlers[scheme] = POLITE_HANDLER
         settings.set("DOWNLOAD_HANDLERS", handlers, priority="project")
     extensions = settings.getdict("EXTENSIONS")
-    extensions[WORKER_EXTENSION] = 0
+    # Before WorkerState (0): signal handlers run in load order, and the heartbeat's close
+    # (leases given back, others' leases reclaimed at the last idle check) must be in Scrapy's
+    # stats when WorkerState writes the round's final record.
+    extensions[WORKER_EXTENSION] = -1
     extensions[SHIPPER_EXTENSION] = 0
     settings.set("EXTENSIONS", extensions, priority="project")
