@@ -40,6 +40,7 @@ from pipelines.segments import (
 from scraper.signals import item_written
 from scraper.utils.diskspace import is_disk_full, report_disk_full
 from scraper.utils.layout import DataLayout, worker_slug
+from scraper.utils.sharding import sharded_spider
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class JsonLinesItemStore:
         return cls(crawler)
 
     def open_spider(self) -> None:
-        spider = self.crawler.spider
+        spider = sharded_spider(self.crawler)
         directory = self.layout.items_dir(spider.name)
         directory.mkdir(parents=True, exist_ok=True)
         prefix = worker_slug(spider.name, spider.shard)

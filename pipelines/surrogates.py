@@ -33,9 +33,9 @@ def replace_lone_surrogates(value: Any) -> tuple[Any, int]:
         pairs = [replace_lone_surrogates(v) for v in value]
         return [v for v, _ in pairs], sum(n for _, n in pairs)
     if isinstance(value, dict):
-        pairs = [(replace_lone_surrogates(k), replace_lone_surrogates(v))
-                 for k, v in value.items()]
-        return {k: v for (k, _), (v, _) in pairs}, sum(a + b for (_, a), (_, b) in pairs)
+        entries = [(replace_lone_surrogates(k), replace_lone_surrogates(v))
+                   for k, v in value.items()]
+        return {k: v for (k, _), (v, _) in entries}, sum(a + b for (_, a), (_, b) in entries)
     return value, 0
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import scrapy
 from scrapy.exceptions import IgnoreRequest
@@ -25,6 +25,23 @@ from scraper.utils.spiderargs import (
     parse_switch,
 )
 from scraper.utils.stamps import utc_stamp
+
+ItemT = TypeVar("ItemT", bound=CollectedItem)
+
+
+def failed_request(failure: Failure) -> scrapy.Request:
+    """The request an errback's failure is of: Scrapy sets ``failure.request`` before it calls
+    the errback."""
+    request = getattr(failure, "request", None)
+    if not isinstance(request, scrapy.Request):
+        raise TypeError(f"not an errback's failure (no request): {failure!r}")
+    return request
+
+
+def http_status(failure: Failure) -> int | None:
+    """The status of the answer an HttpError failure is of; None for any other failure."""
+    exc = failure.value
+    return exc.response.status if isinstance(exc, HttpError) else None
 
 
 class CollectorSpider(scrapy.Spider):
@@ -75,13 +92,14 @@ class CollectorSpider(scrapy.Spider):
         one INFO line); a robots.txt refusal is policy, not a failure.
         """
         exc = failure.value
+        assert exc is not None, "an errback's failure holds its exception"
         request = getattr(failure, "request", None)
         if failure.check(IgnoreRequest) and "robots.txt" in str(exc):
             self.not_fetched(request)
             return
         # The URL the spider asked for, not the last hop of its redirects.
         url = (request.meta.get("redirect_urls") or [request.url])[0] if request else "?"
-        if failure.check(HttpError):
+        if isinstance(exc, HttpError):
             note_error(self.crawler.stats, f"HTTP {exc.response.status} at {url}")
             failure.raiseException()
         note_error(self.crawler.stats, failure_cause(exc, url))
@@ -98,7 +116,7 @@ class CollectorSpider(scrapy.Spider):
     def not_fetched(self, request: Any) -> None:
         """A request refused before it was sent (robots.txt): nothing was fetched."""
 
-    def stamp(self, item: CollectedItem) -> CollectedItem:
+    def stamp(self, item: ItemT) -> ItemT:
         item["spider"] = self.name
         item["shard"] = str(self.shard)
         item["collected_at"] = utc_stamp()

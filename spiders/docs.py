@@ -10,7 +10,6 @@ import scrapy
 from parsel import Selector
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
-from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from scraper.docpages.extract import extract_page, follow_links, page_in_site
@@ -24,7 +23,7 @@ from scraper.docpages.sitemaps import (
 from scraper.docpages.sites import site_prefix
 from scraper.items import DocPageItem
 from scraper.utils.bounds import element_count
-from spiders.base import CollectorSpider
+from spiders.base import CollectorSpider, failed_request, http_status
 
 MAX_LINKS_PER_PAGE = 5000
 """Links followed from one page: a generated index of 500,000 links must not cost a worker its
@@ -133,18 +132,18 @@ class DocsSpider(CollectorSpider):
         longest_first = sorted(sites, key=len, reverse=True)
         for loc in sitemap.urls:
             for site in longest_first:
-                url = page_in_site(loc, site)
-                if url is not None:
+                page = page_in_site(loc, site)
+                if page is not None:
                     stats.inc_value("docs/sitemaps/pages")
-                    yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
+                    yield scrapy.Request(page, callback=self.parse, errback=self.request_failed,
                                          meta={"site": site})
                     break
 
     def sitemap_failed(self, failure: Failure) -> None:
         """A site without a sitemap is usual, and one that cannot be read leaves link following
         to find the pages: one WARNING line, never an error of the round."""
-        request = failure.request
-        if failure.check(HttpError) and failure.value.response.status in (404, 410):
+        request = failed_request(failure)
+        if http_status(failure) in (404, 410):
             self.crawler.stats.inc_value("docs/sitemaps/missing")
             return
         if failure.check(IgnoreRequest) and "robots.txt" in str(failure.value):

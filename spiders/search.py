@@ -43,7 +43,7 @@ from scraper.slicing.slices import (
 from scraper.stores.base import StoreUnavailable, build_store
 from scraper.utils.bounds import json_value_bound
 from scraper.utils.outcome import note_empty_listing
-from spiders.base import CollectorSpider
+from spiders.base import CollectorSpider, failed_request
 
 API_HEADERS = {
     "Accept": "application/vnd.github+json",
@@ -149,6 +149,7 @@ class SearchSpider(CollectorSpider):
     max_results: int | None
     rounds: dict[str, QueryRound]
     complete: bool
+    _sweep_ids: int
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SearchSpider:
@@ -173,7 +174,7 @@ class SearchSpider(CollectorSpider):
         """The query's round state; made on first sight in a worker that did not start it (the
         distributed mode hands out requests another worker made)."""
         if query not in self.rounds:
-            self.rounds[query] = QueryRound(query, self._parse(query) if self.complete else None)
+            self.rounds[query] = QueryRound(query, self._sliced(query) if self.complete else None)
         return self.rounds[query]
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
@@ -215,7 +216,7 @@ class SearchSpider(CollectorSpider):
                 state.sent += 1
             yield output
 
-    def _parse(self, query: str) -> SlicedQuery | None:
+    def _sliced(self, query: str) -> SlicedQuery | None:
         try:
             return parse_query(query)
         except SliceError as exc:
@@ -409,7 +410,7 @@ class SearchSpider(CollectorSpider):
     def follow_next(self, response: Response, state: QueryRound,
                     key: str | None) -> Iterator[scrapy.Request]:
         """The ``rel="next"`` page, never one that starts past GitHub's result cap."""
-        link = next_link(response.headers.get("Link", b"").decode("latin-1"))
+        link = next_link((response.headers.get("Link") or b"").decode("latin-1"))
         if not link or state.stopped:
             self.slice_done(state)
             return
@@ -571,7 +572,7 @@ class SearchSpider(CollectorSpider):
         yield from self._follow_sweep(state, sweep_id, state.answers[probe])
 
     def probe_failed(self, failure: Failure) -> None:
-        request = failure.request
+        request = failed_request(failure)
         state = self.state(request.meta["query"])
         self._abandon(state, request.meta["sweep"], request.meta["probe"])
         self.request_failed(failure)

@@ -25,6 +25,7 @@ from scraper.trending.pages import (
     DEVELOPERS,
     KINDS,
     REPOSITORIES,
+    Parser,
     list_key,
     load_parser,
     page_item,
@@ -40,6 +41,7 @@ from spiders.base import CollectorSpider
 class TrendingSpider(CollectorSpider):
     name = "trending"
     archive: PageArchiveStorage
+    parsers: dict[str, tuple[Parser, str]]  # kind: (parser, its version)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TrendingSpider:

@@ -211,7 +211,7 @@ def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
     (a few MB after a year of hourly segments); a query per file cost more than the build
     itself then (62,000 of them, 5 s).
     """
-    found = []
+    found: list[tuple[str, Path]] = []
     root = layout.items_root
     if not root.is_dir():
         return found

@@ -124,7 +124,7 @@ def _shown(conn: sqlite3.Connection) -> dict[str, list[Entry]]:
     for site, *entry in conn.execute(
             "SELECT site, url, content_hash, first_seen, title, summary, diff "
             "FROM docs_feed_entries ORDER BY site, first_seen DESC, url, content_hash"):
-        shown.setdefault(site, []).append(tuple(entry))  # type: ignore[arg-type]
+        shown.setdefault(site, []).append(tuple(entry))
     return shown
 
 

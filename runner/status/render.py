@@ -113,7 +113,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
                     config.github.token.reveal() if config.github.token else None)))
     from runner.catalog.sitefidelity import catalog_fidelity
 
-    result = {"runner": runner, "workers": workers, "totals": totals,
+    result: dict[str, Any] = {"runner": runner, "workers": workers, "totals": totals,
               "budget": in_use(budget_rows(layout), identity),
               "docs_fidelity": [asdict(site) for site in catalog_fidelity(layout, config)]}
     redis_url = redis_url or status.runner.redis_url

@@ -110,13 +110,13 @@ class RateHeaders:
                     server_now: float | None = None) -> RateHeaders:
         """From raw values by header suffix (``limit``, ``remaining``, ``reset``, ``used``):
         a header's text or ``GET /rate_limit``'s JSON alike."""
-        parsed = {name: (_epoch if name == "reset" else _count)(values.get(name))
-                  for name in ("limit", "remaining", "reset", "used")}
+        counts = {name: _count(values.get(name)) for name in ("limit", "remaining", "used")}
+        reset = _epoch(values.get("reset"))
+        parsed = {**counts, "reset": reset}
         bad = tuple((f"x-ratelimit-{name}", str(values[name])[:40]) for name in parsed
                     if parsed[name] is None and values.get(name) not in (None, ""))
-        return cls(limit=parsed["limit"] or None, remaining=parsed["remaining"],
-                   reset=parsed["reset"], used=parsed["used"], resource=resource,
-                   server_now=server_now, bad=bad)
+        return cls(limit=counts["limit"] or None, remaining=counts["remaining"], reset=reset,
+                   used=counts["used"], resource=resource, server_now=server_now, bad=bad)
 
     @classmethod
     def parse(cls, get: Callable[[str], str | None]) -> RateHeaders:

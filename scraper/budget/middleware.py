@@ -264,7 +264,9 @@ class BudgetMiddleware:
         waited = self.clock() - started
         if waited > 0.01:
             stats.inc_value("github_budget/waits")
-            stats.inc_value("github_budget/wait_seconds", round(waited, 3))
+            # Seconds, not a count: Scrapy's inc_value is typed for ints.
+            total = stats.get_value("github_budget/wait_seconds", 0.0) + round(waited, 3)
+            stats.set_value("github_budget/wait_seconds", total)
         request.meta[TICKET_META] = ticket
         return None
 

@@ -29,6 +29,7 @@ from scraper.redis.connection import RedisUnavailable, get_link, process_id
 from scraper.redis.keys import Keys
 from scraper.redis.writebehind import write_behind
 from scraper.utils.layout import worker_slug
+from scraper.utils.sharding import sharded_spider
 
 logger = logging.getLogger("scraper.cluster")
 
@@ -54,14 +55,14 @@ class DistributedWorker:
         return extension
 
     def spider_opened(self) -> None:
-        spider = self.crawler.spider
+        spider = sharded_spider(self.crawler)
         self.round = get_round(self.link, self.keys, spider.name)
         self.writes = write_behind(self.crawler)
         self.beat()
         self.loop.start(self.interval, now=False)
 
     def _record(self) -> dict[str, Any]:
-        spider = self.crawler.spider
+        spider = sharded_spider(self.crawler)
         return {"host": socket.gethostname(), "pid": os.getpid(), "runner_pid": os.getppid(),
                 "spider": spider.name, "shard": str(spider.shard),
                 "slug": worker_slug(spider.name, spider.shard), "round": self.round.round_id,

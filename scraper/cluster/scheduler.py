@@ -132,6 +132,8 @@ def _prefix(spider: Spider) -> str:
 
 
 class RedisScheduler(Scheduler):
+    df: Any  # upstream's dupefilter, made in open()
+
     def __init__(self, server: Any, **kwargs: Any) -> None:
         kwargs["persist"] = True
         super().__init__(server, **kwargs)

@@ -91,10 +91,10 @@ class DistributedSearchSpider(DistributedSpider):
     """search: each slice paged by one worker of the cluster, the plan edited in Redis."""
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        return self._chain(response, super().parse(response, **kwargs))  # type: ignore[misc]
+        return self._chain(response, super().parse(response, **kwargs))
 
     def parse_probe(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        return self._chain(response, super().parse_probe(response, **kwargs))  # type: ignore[misc]
+        return self._chain(response, super().parse_probe(response, **kwargs))
 
     @staticmethod
     def _chain(response: Response, output: Iterator[Any]) -> Iterator[Any]:
@@ -108,14 +108,14 @@ class DistributedSearchSpider(DistributedSpider):
 
     def query_fits(self, state: Any, response: Response) -> None:
         if response.meta.get("planless"):
-            edit_plan(self.plans, state.query,  # type: ignore[attr-defined]
+            edit_plan(self.plans, state.query,
                       lambda plan: WHOLE if plan is None else None)
 
     def sweep_done(self, state: Any, sweep_id: int) -> None:
         cut, pieces = state.cuts.pop(sweep_id)
         if state.stopped:
             return
-        plan = edit_plan(self.plans, state.query,  # type: ignore[attr-defined]
+        plan = edit_plan(self.plans, state.query,
                          lambda plan: cut_plan(plan, cut, pieces))
         if plan is not None:
             logger.info("search %r: %s cut into %d slices (the plan: %d)", state.query,

@@ -48,7 +48,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from scraper.cluster.boxid import Box, BoxIdClash
-from scraper.redis.connection import RedisLink, RedisUnavailable, get_link
+from scraper.redis.connection import RedisLink, RedisUnavailable, as_text, get_link
 from scraper.redis.defaults import SHIP_CHUNK_BYTES, SHIP_PASS_SECONDS, UPLOAD_TTL
 from scraper.redis.keys import Keys
 from scraper.utils.layout import DataLayout
@@ -347,7 +347,7 @@ class Shipper:
             return set()
         names = set()
         for line in raw:
-            drainer, _, name = line.decode("utf-8", "replace").partition(" ")
+            drainer, _, name = as_text(line).partition(" ")
             if name and (target is None or drainer == target):  # an old dataset box's: void
                 names.add(name.removesuffix(".gz"))
         self.ledger.add(*sorted(names), confirmed=True)

@@ -26,7 +26,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import LockError
 from scrapy import Request
@@ -39,10 +39,13 @@ from scraper.cluster.leases import LEASE_META, Leased
 from scraper.cluster.rounds import SpiderRound, get_round
 from scraper.docpages.sites import site_prefix
 from scraper.redis import defaults
-from scraper.redis.connection import RedisUnavailable, get_link
+from scraper.redis.connection import RedisLink, RedisUnavailable, get_link
 from scraper.redis.keys import Keys
-from scraper.utils.engine import engine_closing
-from scraper.utils.sharding import UNSHARDED
+from scraper.utils.engine import call_later, engine_closing
+from scraper.utils.sharding import UNSHARDED, Shard
+
+if TYPE_CHECKING:
+    from twisted.internet.base import DelayedCall
 
 logger = logging.getLogger("scraper.cluster")
 
@@ -75,12 +78,18 @@ class DistributedSpider(RedisMixin):
     :func:`scraper.cluster.spiderloader.distributed_class`)."""
 
     crawler: Crawler
+    name: str
+    shard: Shard  # the collector spider's
+    link: RedisLink
+    keys: Keys
     round: SpiderRound
+    cooldown: float
     seeded: bool = False
+    _wake_call: DelayedCall | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Any:
-        spider = super().from_crawler(crawler, *args, **kwargs)  # type: ignore[misc]
+        spider = super().from_crawler(crawler, *args, **kwargs)
         spider.setup_redis(crawler)  # upstream: start URLs key, batch size, spider_idle hook
         settings = crawler.settings
         spider.link = get_link(settings["REDIS_URL"])
@@ -89,7 +98,6 @@ class DistributedSpider(RedisMixin):
         spider.round.busy_ttl = settings.getfloat("DISTRIBUTED_LEASE")
         spider.cooldown = float(settings.getdict("ROUND_INTERVALS").get(
             spider.name, settings.getfloat("ROUND_INTERVAL")))
-        spider._wake_call = None
         return spider
 
     # --- scrapy-redis hooks ------------------------------------------------------------------
@@ -184,7 +192,7 @@ class DistributedSpider(RedisMixin):
         """The collector spider's own ``start()`` over its whole start list."""
         shard, self.shard = self.shard, UNSHARDED
         try:
-            return [r async for r in super().start() if isinstance(r, Request)]  # type: ignore[misc]
+            return [r async for r in super().start() if isinstance(r, Request)]
         finally:
             self.shard = shard
 
@@ -227,10 +235,8 @@ class DistributedSpider(RedisMixin):
         return count
 
     def _wake_later(self) -> None:
-        from twisted.internet import reactor
-
         if self._wake_call is None or not self._wake_call.active():
-            self._wake_call = reactor.callLater(defaults.IDLE_POLL, self._wake)
+            self._wake_call = call_later(defaults.IDLE_POLL, self._wake)
 
     def _wake(self) -> None:
         # Scrapy looks at an idle spider's scheduler only every 5 s (its slot heartbeat): ask
@@ -293,14 +299,14 @@ class RedisSiteUrls(dict[str, RedisUrlSet]):
 
     def __init__(self, client: Any, keys: Keys, spider: str, round_id: int) -> None:
         super().__init__()
-        self.client, self.keys, self.spider, self.round_id = client, keys, spider, round_id
+        self.client, self.redis_keys, self.spider, self.round_id = client, keys, spider, round_id
 
     def __missing__(self, prefix: str) -> RedisUrlSet:
         value = self[prefix] = RedisUrlSet(
-            self.client, self.keys.site(self.spider, self.round_id, prefix))
+            self.client, self.redis_keys.site(self.spider, self.round_id, prefix))
         return value
 
-    def setdefault(self, prefix: str, default: Any = None) -> RedisUrlSet:  # type: ignore[override]
+    def setdefault(self, prefix: str, default: Any = None) -> RedisUrlSet:
         return self[prefix]
 
 

@@ -93,7 +93,7 @@ class Command(ScrapyCrawlCommand):
         self._check_command_line_settings()
         feeds = rows_only_feeds(self.settings)
         if feeds is not None:
-            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS"))
+            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS") or 0)
         try:
             self.shard = Shard.parse(opts.spargs["shard"]) if "shard" in opts.spargs else UNSHARDED
         except ShardError as exc:
@@ -134,9 +134,10 @@ class Command(ScrapyCrawlCommand):
         except OSError as exc:
             if is_disk_full(exc):
                 fail(f"disk full: cannot write under {self.layout.root}", DISK_FULL_EXIT)
-            fail(exc.strerror)
+            fail(exc.strerror or str(exc))
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
         label = f"{self.spider_name} {self.shard}"
         if sys.stderr.isatty() and self.settings.get("LOG_FILE"):
             source = resolve_config_path(self.settings.get("COLLECTOR_CONFIG"))

@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import BaseSettings, Settings
 
 from scraper.addon import apply
 from scraper.config.collector import ConfigError
@@ -39,7 +39,7 @@ def without_round_bookkeeping(settings: BaseSettings) -> dict[str, Any]:
 class CollectorTool:
     """Mixin for a Scrapy command class (first in the bases)."""
 
-    settings: BaseSettings | None
+    settings: Settings | None  # as ScrapyCommand's: set by scrapy.cmdline
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)  # type: ignore[misc]

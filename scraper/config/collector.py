@@ -16,7 +16,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 from urllib.parse import urlsplit
@@ -527,10 +527,11 @@ def _section(r: _Reader, path: str, value: Any, cls: type,
              handlers: Mapping[str, Handler]) -> Any:
     """Build ``cls`` from a mapping whose keys are exactly those ``handlers`` handle: a key
     without a handler is refused as unknown, never accepted and ignored."""
-    unhandled = set(handlers) - set(cls.__dataclass_fields__)
+    names = [spec.name for spec in fields(cls)]
+    unhandled = set(handlers) - set(names)
     if unhandled:  # a programming error, not the user's
         raise TypeError(f"{cls.__name__} has no field {sorted(unhandled)[0]}")
-    allowed = tuple(name for name in cls.__dataclass_fields__ if name in handlers)
+    allowed = tuple(name for name in names if name in handlers)
     section = r.mapping(path, value, allowed)
     return cls(**{key: handlers[key](_join(path, key), raw) for key, raw in section.items()})
 

@@ -46,14 +46,14 @@ def defaults_in_source(source: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for node in ast.parse(source.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
+            target, value = node.targets[0], node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target = node.target
+            target, value = node.target, node.value
         else:
             continue
         if not isinstance(target, ast.Name):
             continue
-        expression = compile(ast.Expression(node.value), str(source), "eval")
+        expression = compile(ast.Expression(value), str(source), "eval")
         try:
             values[target.id] = eval(expression, {"__builtins__": {}}, values)
         except Exception:  # a call, or a name the module imports

@@ -62,6 +62,13 @@ class ShardedDeltaFetch(DeltaFetch):
     """DeltaFetch with one crash-safe store per spider (all shards) and async output."""
 
     db: DeltaFetchStorage
+    crawler: Crawler
+    _pending: dict[int, bytes]
+    _open_pages: set[bytes]
+    _awaiting: set[bytes]
+    _links: dict[bytes, list[str]]
+    _replayed: set[bytes]
+    _redirects: dict[bytes, tuple[str, list[bytes]]]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ShardedDeltaFetch:
@@ -101,8 +108,10 @@ class ShardedDeltaFetch(DeltaFetch):
         db = getattr(self, "db", None)  # None: the disk was too full to open it
         if db is not None and not db.up:  # hold this page's output until the store answers
             await db.wait_until_up(lambda: engine_closing(self.crawler))
-        page = self._get_key(response.request)
-        redirected_from = self._redirect_keys(response.request)
+        request = response.request
+        assert request is not None, "a response reaches the spider with its request"
+        page = self._get_key(request)
+        redirected_from = self._redirect_keys(request)
         if redirected_from:  # recorded with the page, if it gives an item
             self._redirects[page] = (response.url, redirected_from)
         self._open_pages.add(page)

@@ -18,7 +18,7 @@ import json
 from scrapy.crawler import Crawler
 
 from scraper.redis import defaults
-from scraper.redis.connection import RedisLink, RedisOutage, get_link
+from scraper.redis.connection import RedisLink, RedisOutage, as_text, get_link
 from scraper.redis.keys import Keys
 from scraper.redis.writebehind import WriteBehind, write_behind
 
@@ -43,7 +43,7 @@ class RedisDeltaFetchStore(RedisOutage):
 
     def get(self, key: bytes) -> str | None:
         value = self.link.client.get(self.keys.deltafetch(self.spider, key))
-        return None if value is None else value.decode()
+        return None if value is None else as_text(value)
 
     def _record_command(self, key: bytes, value: str) -> list[str]:
         command = ["SET", self.keys.deltafetch(self.spider, key), value]

@@ -31,8 +31,11 @@ class BackoffRetryMiddleware(RetryMiddleware):
     def backoff(self, retry_times: int) -> float:
         return min(self.backoff_max, self.backoff_base * 2 ** max(0, retry_times - 1))
 
-    async def process_response(self, request: Request, response: Response,
-                               spider: Spider | None = None) -> Request | Response:
+    # Coroutines, which Scrapy awaits from any downloader middleware method: the retry waits
+    # its backoff without holding the reactor. Upstream's are plain methods.
+    async def process_response(  # type: ignore[override]
+            self, request: Request, response: Response,
+            spider: Spider | None = None) -> Request | Response:
         result = super().process_response(request, response)
         if result is response:
             if (response.status in self.retry_http_codes
@@ -41,8 +44,8 @@ class BackoffRetryMiddleware(RetryMiddleware):
             return response
         return await self._wait(result)
 
-    async def process_exception(self, request: Request, exception: Exception,
-                                spider: Spider | None = None) -> Any:
+    async def process_exception(  # type: ignore[override]
+            self, request: Request, exception: Exception, spider: Spider | None = None) -> Any:
         result = super().process_exception(request, exception)
         if result is None:
             if (isinstance(exception, self.exceptions_to_retry)

@@ -49,7 +49,10 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         # for its Sitemap: lines) gets this copy, not a second download.
         self._fetched: dict[str, Response] = {}
 
-    async def process_request(self, request: Request, spider: Any = None) -> Response | None:
+    # Scrapy takes a downloader middleware's answer from any of its methods, a Response from
+    # process_request included; upstream's signature only says it never gives one.
+    async def process_request(  # type: ignore[override]
+            self, request: Request, spider: Any = None) -> Response | None:
         await super().process_request(request)
         if request.meta.get("dont_obey_robotstxt"):
             return None

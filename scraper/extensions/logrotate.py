@@ -8,10 +8,10 @@ checked at start and every ``LOG_ROTATE_INTERVAL`` seconds while crawling.
 from __future__ import annotations
 
 import errno
+import io
 import logging
 import os
 from pathlib import Path
-from typing import TextIO
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -20,7 +20,7 @@ from scrapy.utils.log import get_scrapy_root_handler
 from twisted.internet import task
 
 
-def open_log(path: Path, encoding: str | None = "utf-8") -> TextIO:
+def open_log(path: Path, encoding: str | None = "utf-8") -> io.TextIOWrapper:
     """``path`` opened for appending (created 0644 if missing), never through a symbolic link:
     a log is written by every worker all the time, so a link would let anyone who can write the
     logs directory append to any file this user can write. Raises OSError naming the path."""

@@ -15,6 +15,8 @@ import signal
 from scrapy import signals
 from scrapy.crawler import Crawler
 
+from scraper.utils.engine import call_later
+
 GATED_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
@@ -35,8 +37,6 @@ class ShutdownGate:
         return gate
 
     def engine_started(self) -> None:
-        from twisted.internet import reactor
-
         # engine_started is sent just before the engine marks itself running: release on the
         # next turn of the loop, when a stop request is honoured with a proper close.
-        reactor.callLater(0, release_shutdown_signals)
+        call_later(0, release_shutdown_signals)

@@ -22,6 +22,7 @@ from scrapy.crawler import Crawler
 
 from scraper.slicing.searchround import incomplete_note
 from scraper.utils.outcome import stats_problem
+from scraper.utils.sharding import ShardedSpider
 from scraper.utils.units import counted
 
 
@@ -42,17 +43,18 @@ class RoundSummary:
 def summary_line(crawler: Crawler, reason: str) -> str:
     spider = crawler.spider
     stats = crawler.stats
-    count = stats.get_value  # type: ignore[union-attr]
+    assert spider is not None and stats is not None, "a summary is of a crawl that ran"
+    count = stats.get_value
 
     def n(key: str) -> Any:
         return count(key, 0)
 
-    label = f"{spider.name} {spider.shard}" if hasattr(spider, "shard") else spider.name
+    label = f"{spider.name} {spider.shard}" if isinstance(spider, ShardedSpider) else spider.name
     written = count("itemstore/file")
     where = _short(written) if written else "nothing new written"
     ended = "" if reason == "finished" else f", ended: {reason}"
-    problem = stats_problem(stats.get_stats())  # type: ignore[union-attr]
-    incomplete = incomplete_note(stats.get_stats())  # type: ignore[union-attr]
+    problem = stats_problem(stats.get_stats())
+    incomplete = incomplete_note(stats.get_stats())
     pages = n("response_received_count") - n("robotstxt/response_count")
     return (f"{label}: {counted(pages, 'page')}, {counted(n('item_scraped_count'), 'new item')}, "
             f"{n('deltafetch/skipped')} skipped as collected, "

@@ -32,6 +32,7 @@ from scraper.utils.outcome import (
     response_classes,
     robots_requests,
 )
+from scraper.utils.sharding import sharded_spider
 from scraper.utils.statefile import WorkerRecord, read_worker, write_worker
 
 MB = 1024 * 1024
@@ -74,7 +75,8 @@ class WorkerState:
 
     def spider_opened(self) -> None:
         logging.getLogger().addHandler(self.errors)
-        self.path = self.layout.worker_state(self.crawler.spider.name, self.crawler.spider.shard)
+        spider = sharded_spider(self.crawler)
+        self.path = self.layout.worker_state(spider.name, spider.shard)
         self.earlier = read_worker(self.path) or WorkerRecord()
         self.write()
         self.loop.start(self.interval, now=False)
@@ -88,7 +90,7 @@ class WorkerState:
 
     def snapshot(self) -> WorkerRecord:
         stats = self.crawler.stats.get_stats()
-        spider = self.crawler.spider
+        spider = sharded_spider(self.crawler)
         try:
             memory = self.process.memory_full_info()
             uss, pss = memory.uss, getattr(memory, "pss", memory.uss)

@@ -26,7 +26,7 @@ import re
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import redis
 from redis.backoff import NoBackoff
@@ -49,6 +49,11 @@ class RedisUnavailable(redis.exceptions.ConnectionError, StoreUnavailable):
 
 REFUSAL_CODES = ("MISCONF", "NOREPLICAS", "BUSY", "LOADING")
 _PIPELINE_PREFIX = re.compile(r"^Command # \d+ \(.*?\) of pipeline caused error: ", re.S)
+
+
+def as_text(reply: bytes | str) -> str:
+    """A reply as text: the client answers bytes (it runs without ``decode_responses``)."""
+    return reply.decode() if isinstance(reply, bytes) else reply
 
 
 def is_refusal(exc: BaseException) -> bool:
@@ -81,19 +86,20 @@ class RedisLink:
         self.refusing = False  # down because Redis refused writes, not unreachable
         self._next_try = 0.0  # monotonic
         self._backoff = 0.0
-        self._listeners: list[Callable[[], None]] = []
-        self.client = GuardedRedis.from_url(
+        self._listeners: list[Callable[[], object]] = []
+        # ``from_url`` builds ``cls``; redis-py types its result as the base class.
+        self.client = cast(GuardedRedis, GuardedRedis.from_url(
             url, socket_timeout=socket_timeout, socket_connect_timeout=connect_timeout,
             retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
             health_check_interval=30, client_name=f"hubcollect-{socket.gethostname()}-{self.pid}",
-        )
+        ))
         self.client.link = self
 
     @property
     def up(self) -> bool:
         return self.down_since is None
 
-    def on_up(self, callback: Callable[[], None]) -> None:
+    def on_up(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` each time Redis is reachable again (e.g. flush waiting writes)."""
         self._listeners.append(callback)
 

@@ -23,6 +23,7 @@ from scrapy.crawler import Crawler
 
 from scraper.redis.connection import RedisLink, RedisUnavailable, get_link
 from scraper.utils.layout import DataLayout
+from scraper.utils.sharding import sharded_spider
 from scraper.utils.statefile import private_dirs, write_atomic
 
 logger = logging.getLogger("scraper.cluster")
@@ -118,8 +119,7 @@ def write_behind(crawler: Crawler) -> WriteBehind:
     """The crawler's one write-behind queue (made on first use, once the spider exists)."""
     writes = getattr(crawler, _WRITES_ATTR, None)
     if writes is None:
-        spider = crawler.spider
-        assert spider is not None
+        spider = sharded_spider(crawler)
         layout = DataLayout.from_settings(crawler.settings)
         writes = WriteBehind(get_link(crawler.settings["REDIS_URL"]),
                              layout.writebehind_spill(spider.name, spider.shard))

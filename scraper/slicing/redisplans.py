@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from scrapy.crawler import Crawler
 
-from scraper.redis.connection import RedisLink, RedisOutage, get_link
+from scraper.redis.connection import RedisLink, RedisOutage, as_text, get_link
 from scraper.redis.keys import Keys
 from scraper.slicing.plans import decode_plan, encode_plan
 from scraper.slicing.slices import Slice
@@ -42,7 +42,7 @@ class RedisSlicePlanStore(RedisOutage):
     def replace(self, query: str, expected: list[Slice] | None, slices: list[Slice]) -> bool:
         if expected is None:  # none, or one this version cannot read (load() says None too)
             raw = self.link.client.hget(self.key, query)
-            old = raw.decode() if raw is not None and decode_plan(raw) is None else ""
+            old = as_text(raw) if raw is not None and decode_plan(raw) is None else ""
         else:
             old = encode_plan(expected)
         return bool(self._replace(keys=[self.key], args=[query, old, encode_plan(slices)]))

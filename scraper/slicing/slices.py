@@ -276,11 +276,9 @@ def split_created(stars: Range, created: Range, total: int, now: float,
         if span <= 1:
             break
         if over is not None and over[0] == start:  # one second holds more than the cap
-            best = over
+            cut, count = over
         else:
-            best = yield from _next_cut(stars, start, end, left, density, over, cap)
-            over = best[2]
-        cut, count = best[0], best[1]
+            cut, count, over = yield from _next_cut(stars, start, end, left, density, over, cap)
         yield Final(Slice(stars, Range(lower, cut)), count, splittable=count <= cap)
         density = max(count, 1) / (cut - start + 1)
         left -= count

@@ -46,9 +46,10 @@ class SitePageCap:
         spider = self.crawler.spider
         site = request.meta.get(SITE_META)
         cap: int | None = getattr(spider, "max_pages_per_site", None)
-        if site is None or cap is None:
+        site_urls: dict[str, set[str]] | None = getattr(spider, "site_urls", None)
+        if site is None or cap is None or site_urls is None:
             return True
-        asked = spider.site_urls.setdefault(site, set())
+        asked = site_urls.setdefault(site, set())
         if request.url in asked:
             return False
         if len(asked) >= cap:

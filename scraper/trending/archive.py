@@ -30,7 +30,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from scrapy.crawler import Crawler
 
@@ -38,9 +38,6 @@ from scraper.stores.base import AlwaysUp, Outage
 from scraper.stores.sqlite import open_store, transaction
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import private_dirs
-
-if TYPE_CHECKING:
-    from scraper.trending.archive import ArchivedPage
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +187,9 @@ class FilesystemPageArchive(AlwaysUp):
                 "SELECT url, observed_at, status, sha256, list_key, parser_version, rows, "
                 "with_language, with_stars, with_description, rows_hash, drifted "
                 f"FROM fetches {where}", params):
-            yield ArchivedPage(*row[:6], profile=ParseProfile(*row[6:11]),
-                               drifted=bool(row[11]))
+            url, observed_at, status, sha256, list_key, parser_version = row[:6]
+            yield ArchivedPage(url, observed_at, status, sha256, list_key, parser_version,
+                               profile=ParseProfile(*row[6:11]), drifted=bool(row[11]))
 
     def pages(self, since: str | None = None) -> Iterator[ArchivedPage]:
         # A list, not a cursor held open: the caller writes to the store while it walks.

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
 from scrapy.crawler import Crawler
+
+if TYPE_CHECKING:
+    from twisted.internet.base import DelayedCall, ReactorBase
 
 
 def engine_closing(crawler: Crawler) -> bool:
@@ -15,3 +21,12 @@ def engine_closing(crawler: Crawler) -> bool:
     # Only the engine slot knows of a close that did not go through engine.stop.
     slot = getattr(engine, "_slot", None)
     return getattr(slot, "closing", None) is not None
+
+
+def call_later(delay: float, function: Callable[..., object], *args: object) -> DelayedCall:
+    """``reactor.callLater``, typed: the installed reactor is imported when called, after
+    Scrapy has installed the one its settings name."""
+    from twisted.internet import reactor
+
+    # The module attribute is typed as the zope interface, whose methods read without ``self``.
+    return cast("ReactorBase", reactor).callLater(delay, function, *args)

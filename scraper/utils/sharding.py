@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 T = TypeVar("T")
 
@@ -49,3 +52,21 @@ class Shard:
 
 
 UNSHARDED = Shard(0, 1)
+
+
+@runtime_checkable
+class ShardedSpider(Protocol):
+    """A spider that runs one shard of its start list: every collector spider (spiders/base.py)."""
+
+    name: str
+    shard: Shard
+
+
+def sharded_spider(crawler: Crawler) -> ShardedSpider:
+    """The crawler's spider, for a component that names its files and records by the shard.
+    Scrapy sets ``crawler.spider`` before any ``spider_opened`` handler runs."""
+    spider = crawler.spider
+    if not isinstance(spider, ShardedSpider):
+        raise TypeError(f"{type(spider).__name__} is not a collector spider: "
+                        "it needs a name and a shard (subclass spiders.base.CollectorSpider)")
+    return spider
