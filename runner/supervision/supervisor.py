@@ -22,17 +22,13 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from runner.core.health import once_summary, round_failed
 from runner.core.resolved import write_resolved
 from runner.core.runnerstate import (
-    ENDED,
-    WAITING,
     RunnerLaunch,
     RunnerRecord,
-    SlotRecord,
     SlotStatus,
     StatusFile,
     write_launch,
@@ -43,33 +39,23 @@ from runner.status.clusterview import box_summary
 from runner.status.metrics import MetricsWriter
 from runner.supervision.autoscale import AutoscaledPool, cpu_cores
 from runner.supervision.catalogschedule import CatalogSchedule
-from runner.supervision.exitstatus import describe_exit
+from runner.supervision.diskgate import DiskGate
 from runner.supervision.flownotice import DataFlowNotices
 from runner.supervision.interrupt import raise_if_interrupted
 from runner.supervision.memoryguard import MemoryGuard
-from runner.supervision.plan import Plan, WorkerSlot
+from runner.supervision.plan import Plan
 from runner.supervision.reload import config_changes, refusal, write_result
+from runner.supervision.slottable import RoundEnd, SlotState, SlotTable
 from runner.supervision.worker import run_worker
 from scraper.addon import use_config
 from scraper.budget.limits import identity_for_token, identity_label
 from scraper.config.collector import CollectorConfig, ConfigError
-from scraper.utils.diskspace import (
-    DISK_FULL_EXIT,
-    RESUME_FREE_BYTES,
-    START_FREE_BYTES,
-    DiskReserve,
-    free_bytes,
-)
 from scraper.utils.layout import DataLayout
-from scraper.utils.statefile import WorkerRecord, read_worker
-from scraper.utils.units import format_size
+from scraper.utils.statefile import read_worker
 from scraper.utils.urlmask import mask_url
 
 logger = logging.getLogger("runner")
 
-BACKOFF_START = 1.0
-BACKOFF_MAX = 300.0
-FAILURES_BEFORE_GIVING_UP = 5
 TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
 STATUS_INTERVAL = 2.0
@@ -133,41 +119,6 @@ def preload(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     return versions
 
 
-@dataclass
-class SlotState:
-    """What the supervisor knows of one planned worker."""
-
-    slot: WorkerSlot
-    state: SlotStatus = SlotStatus.STARTING
-    pid: int | None = None
-    rounds: int = 0
-    failures: int = 0  # in a row
-    restarts: int = 0
-    next_start: float = 0.0  # time.monotonic()
-    round_pid: int | None = None  # the latest round's worker, kept after it ends
-    round_started: float | None = None  # wall clock, shown
-    round_started_mono: float | None = None  # time.monotonic(): judges a hung round
-    last_exit: str | None = None
-    last_error: str | None = None
-    items_total: int = 0
-    peak_pss_mb: float = 0.0
-    outcome: WorkerRecord | None = None  # the latest finished round's record
-    retired: bool = False  # dropped from the plan by a reload; its round runs to its end
-
-    def record(self, wall_now: float, mono_now: float) -> SlotRecord:
-        waiting = self.state in WAITING
-        return SlotRecord(
-            spider=self.slot.spider, shard=str(self.slot.shard), slug=self.slot.slug,
-            state=self.state, pid=self.pid, round_pid=self.round_pid, rounds=self.rounds,
-            failures=self.failures, restarts=self.restarts,
-            next_round_at=wall_now + (self.next_start - mono_now) if waiting else None,
-            next_round_monotonic=self.next_start if waiting else None,
-            round_started_at=self.round_started,
-            round_started_monotonic=self.round_started_mono if self.pid else None,
-            last_exit=self.last_exit,
-            last_error=self.last_error, items_total=self.items_total)
-
-
 class Supervisor:
     def __init__(self, config: CollectorConfig, plan: Plan, guard: MemoryGuard, *,
                  once: bool, config_path: str | None, command: list[str],
@@ -185,15 +136,13 @@ class Supervisor:
         self.config_path = config_path
         self.command = command
         self.layout = DataLayout(config.data_dir)
-        self.slots = [SlotState(slot) for slot in plan.slots]
-        self.by_pid: dict[int, SlotState] = {}
+        self.table = SlotTable(plan)
         self.stopping = False
         self.force = False
         self.started_at = time.time()  # shown
         self.memory_warned = False
         self.flow = DataFlowNotices()
-        self.disk_full_since: float | None = None
-        self.reserve = DiskReserve(self.layout.disk_reserve)
+        self.disk = DiskGate(self.layout, on_full=lambda: self._write_status(force=True))
         self._last_status: float | None = None  # time.monotonic() of the last write
         self.metrics = MetricsWriter(self.layout, config)
         self.catalog = CatalogSchedule(config, str(self.layout.resolved_config),
@@ -247,22 +196,20 @@ class Supervisor:
         raise_if_interrupted()  # a Ctrl-C during the start whose exception something swallowed
         self._write_launch()
         self._write_resolved()
-        self.reserve.ensure()
+        self.disk.reserve.ensure()
         logger.info("%s", self.plan.describe())
         while not self.stopping:
             self._reap()
             if self.reload_requested:
                 self._reload()
-            if self.once and all(s.state in ENDED for s in self.slots):
+            if self.once and self.table.all_ended():
                 break
             self._start_due()
             self.catalog.tick()
             self._write_status_if_due()
-            now = time.monotonic()
             # Due slots that could not start (a turn, memory, disk) are looked at again on the
             # next tick, or sooner when a worker ends (SIGCHLD wakes the loop).
-            self._sleep(min([TICK] + [s.next_start - now for s in self.slots
-                                      if s.state in WAITING and s.next_start > now]))
+            self._sleep(self.table.next_due_in(time.monotonic(), TICK))
         if self.stopping:
             self._stop_workers()
         self.catalog.stop()
@@ -311,10 +258,7 @@ class Supervisor:
         use_config(config)
         self.catalog.interval = config.catalog_interval if self.catalog.enabled else 0.0
         if plan.counts != self.plan.counts:
-            kept = {state.slot: state for state in self.slots}
-            self.slots = [kept.pop(slot, None) or SlotState(slot) for slot in plan.slots]
-            for state in kept.values():  # no longer planned: a running round ends as it is
-                state.retired = True
+            self.table.replan(plan)
         self.plan = plan
         if config.autoscale != old_autoscale or plan.total != old_total:
             self.pool = self._pool()
@@ -333,51 +277,19 @@ class Supervisor:
         except OSError as exc:
             logger.warning("cannot write %s: %s", self.layout.resolved_config, exc)
 
-    def _disk_has_room(self) -> bool:
-        """False while the data disk is full; logs the change both ways, once."""
-        free = free_bytes(self.layout.root)
-        needed = RESUME_FREE_BYTES if self.disk_full_since else START_FREE_BYTES
-        if free >= needed:
-            if self.disk_full_since:
-                logger.warning("disk space is back (%s free): resuming workers",
-                               format_size(free))
-                self.disk_full_since = None
-                self.reserve.ensure()
-            return True
-        self._disk_full()
-        return False
-
-    def _disk_full(self) -> None:
-        if self.disk_full_since:
-            return
-        self.disk_full_since = time.time()  # shown
-        self.reserve.release()  # room to write status.json and this log line
-        logger.error("disk full: %s has %s free; no new workers until %s are free",
-                     self.layout.root, format_size(free_bytes(self.layout.root)),
-                     format_size(RESUME_FREE_BYTES))
-        self._write_status(force=True)
-
     def _start_due(self) -> None:
         now = time.monotonic()
-        # The longest waiting first: a queued round goes before one that just became due.
-        # A spider re-sharded by a reload starts its new shards once its old ones have ended:
-        # two shardings of one start list never crawl at once.
-        retiring = {s.slot.spider for s in self.by_pid.values() if s.retired}
-        due = sorted((s for s in self.slots if s.state in WAITING and s.next_start <= now
-                      and s.slot.spider not in retiring), key=lambda s: s.next_start)
-        if due and not self._disk_has_room():
+        due = self.table.due(now)
+        if due and not self.disk.has_room():
             self.pool.update(0, now)  # nothing can start: no reason to grow
             return
-        running = len(self.by_pid)
+        running = self.table.running
         # Rounds held back by low memory are not waiting for a turn: the pool must not grow on
         # them and then start them all at once when memory is back.
         waiting = 0 if self.guard.low_memory() else max(
             0, len(due) - (self.pool.desired - running))
         turns = max(0, self.pool.update(waiting, now) - running)
-        for state in due[turns:]:
-            # a crashed one stays restarting
-            if state.state in (SlotStatus.STARTING, SlotStatus.SLEEPING):
-                state.state = SlotStatus.QUEUED
+        self.table.queue(due[turns:])
         for state in due[:turns]:
             if self.guard.low_memory():
                 if not self.memory_warned:
@@ -397,11 +309,7 @@ class Supervisor:
         pid = os.fork()
         if pid == 0:
             run_worker(state.slot, parent, str(log_path), self.wakeup)
-        state.pid = state.round_pid = pid
-        state.state = SlotStatus.RUNNING
-        state.round_started = time.time()
-        state.round_started_mono = time.monotonic()
-        self.by_pid[pid] = state
+        self.table.started(state, pid)
 
     def _reap(self) -> None:
         while True:
@@ -411,7 +319,7 @@ class Supervisor:
                 return
             if pid == 0:
                 return
-            state = self.by_pid.pop(pid, None)
+            state = self.table.take(pid)
             if state is not None:
                 self._finished(state, status)
                 # What a round leaves in reference cycles only a full collection frees, and
@@ -423,87 +331,49 @@ class Supervisor:
                 self.catalog.reaped(pid, status)
 
     def _finished(self, state: SlotState, status: int) -> None:
-        ok, how = describe_exit(status)
-        state.pid = None
-        state.last_exit = how
         worker = read_worker(self.layout.worker_state(state.slot.spider, state.slot.shard))
         if worker and not worker.is_round_of(state.round_pid):
             worker = None
-        if worker:
-            state.outcome = worker
-            state.items_total += worker.items
-            state.peak_pss_mb = max(state.peak_pss_mb, worker.pss_mb)
-            if worker.last_error:
-                state.last_error = worker.last_error
-        if state.retired:
-            return
-        if self.stopping:
-            state.state = SlotStatus.STOPPED
-            return
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == DISK_FULL_EXIT:
-            # Not the worker's fault: wait for space, then run the round again.
-            state.state = SlotStatus.DISK_FULL
-            state.last_error = "disk full"
-            state.next_start = time.monotonic()
-            self._disk_full()
-            return
-        if ok:
+        end = self.table.finish(state, status, worker, stopping=self.stopping, once=self.once,
+                                config=self.config)
+        if end is RoundEnd.DISK_FULL:
+            self.disk.mark_full()
+        elif end is RoundEnd.SUCCEEDED:
             self.flow.round_ended(state.slot.spider, str(state.slot.shard), worker)
-            state.rounds += 1
-            state.failures = 0
-            state.state = SlotStatus.DONE if self.once else SlotStatus.SLEEPING
-            state.next_start = (time.monotonic()
-                                + self.config.round_interval_of(state.slot.spider))
             self._record_memory()
-            return
-        state.failures += 1
-        state.last_error = f"{how}" + (f"; {state.last_error}" if state.last_error else "")
-        if state.failures >= FAILURES_BEFORE_GIVING_UP:
-            state.state = SlotStatus.FAILED
-            logger.error("%s %s failed %d times in a row (%s): giving up on it",
-                         state.slot.spider, state.slot.shard, state.failures, how)
-            return
-        delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (state.failures - 1))
-        state.state = SlotStatus.RESTARTING
-        state.restarts += 1
-        state.next_start = time.monotonic() + delay
-        logger.warning("%s %s ended (%s); restarting in %.0f s", state.slot.spider,
-                       state.slot.shard, how, delay)
 
     def _record_memory(self) -> None:
-        samples = [int(s.peak_pss_mb * 1024 * 1024) for s in self.slots if s.peak_pss_mb]
-        if len(samples) == len(self.slots):
+        samples = self.table.measured_peaks()
+        if samples is not None:
             self.guard.record_worker_pss(samples)
 
     # --- stopping ---------------------------------------------------------------------------------
 
     def _stop_workers(self) -> None:
-        logger.info("stopping: SIGTERM to %d workers", len(self.by_pid))
+        logger.info("stopping: SIGTERM to %d workers", self.table.running)
         self._write_status(force=True)
         self._signal_all(signal.SIGTERM)
         deadline = time.monotonic() + self.config.stop_timeout
-        while self.by_pid and time.monotonic() < deadline and not self.force:
+        while self.table.running and time.monotonic() < deadline and not self.force:
             self._reap()
             self._sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-        if self.by_pid:
-            logger.warning("SIGKILL to %d workers still running", len(self.by_pid))
+        if self.table.running:
+            logger.warning("SIGKILL to %d workers still running", self.table.running)
             self._signal_all(signal.SIGKILL)
-            while self.by_pid:
+            while self.table.running:
                 try:
                     pid, status = os.waitpid(-1, 0)
                 except ChildProcessError:
                     break
-                state = self.by_pid.pop(pid, None)
+                state = self.table.take(pid)
                 if state:
                     self._finished(state, status)
                 else:
                     self.catalog.reaped(pid, status)
-        for state in self.slots:
-            if state.state not in ENDED:
-                state.state = SlotStatus.STOPPED
+        self.table.stop_rest()
 
     def _signal_all(self, sig: int) -> None:
-        for pid in list(self.by_pid):
+        for pid in list(self.table.by_pid):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
@@ -518,7 +388,7 @@ class Supervisor:
         if not self.once:
             return 0
         problems: dict[str, list[str]] = {}
-        for s in self.slots:
+        for s in self.table.slots:
             problem = round_failed(s.outcome) if s.state == SlotStatus.DONE else (
                 s.last_error or s.last_exit or s.state)
             mine = problems.setdefault(s.slot.spider, [])
@@ -526,7 +396,7 @@ class Supervisor:
                 mine.append(f"shard {s.slot.shard} {problem}")
                 print(f"failed: {s.slot.spider} {s.slot.shard}: {problem}", file=sys.stderr)
         for spider, mine in problems.items():
-            records = [s.outcome for s in self.slots if s.slot.spider == spider]
+            records = [s.outcome for s in self.table.slots if s.slot.spider == spider]
             print(once_summary(spider, records, mine), flush=True)
         if self.stopping:
             print(f"{PROG}: stopped before every round ended", file=sys.stderr)
@@ -540,14 +410,12 @@ class Supervisor:
             self._write_status()
 
     def _beacon_record(self) -> dict[str, Any]:
-        states: dict[str, int] = {}
-        for slot in self.slots:
-            states[slot.state] = states.get(slot.state, 0) + 1
         return {"pid": os.getpid(), "started_at": self.started_at, "plan": self.plan.describe(),
-                "planned": self.plan.total, "states": states, "once": self.once,
-                "stopping": self.stopping, "data_dir": str(self.config.data_dir),
-                **box_summary([s.record(time.time(), time.monotonic()) for s in self.slots],
-                              self.disk_full_since)}
+                "planned": self.plan.total, "states": self.table.state_counts(),
+                "once": self.once, "stopping": self.stopping,
+                "data_dir": str(self.config.data_dir),
+                **box_summary(self.table.records(time.time(), time.monotonic()),
+                              self.disk.full_since)}
 
     def _launch(self) -> RunnerLaunch:
         return RunnerLaunch(command=self.command, cwd=os.getcwd(), config=self.config_path,
@@ -575,7 +443,7 @@ class Supervisor:
             data_dir=str(self.config.data_dir), plan=self.plan.describe(),
             planned=self.plan.total, round_interval=self.config.shortest_round_interval,
             once=self.once, memory_budget=self.guard.budget,
-            disk_full_since=self.disk_full_since,
+            disk_full_since=self.disk.full_since,
             # Distributed mode: which Redis (status connects with its own URL) and whether it
             # answers.
             redis_url=mask_url(self.redis_url) if self.redis_url else None,
@@ -583,7 +451,7 @@ class Supervisor:
             concurrency=self.pool.desired, concurrency_range=[self.pool.minimum,
                                                               self.pool.maximum],
             cpu_ratio=self.pool.cpu_ratio, github_identity=self.github_identity)
-        return StatusFile(runner, [state.record(wall, mono) for state in self.slots])
+        return StatusFile(runner, self.table.records(wall, mono))
 
     def _write_status(self, force: bool = False) -> None:
         self._last_status = time.monotonic()
