@@ -66,10 +66,26 @@ def build_parser() -> OneLineParser:
     for name, register in EXTRA_COMMANDS:
         register(sub.add_parser(name), lambda p: _config_option(p, argparse.SUPPRESS))
     _list_in_help(sub)
+    parser.epilog = f"Docs: {DOCS_DIR}/index.md; each subcommand's --help names its page."
+    for name, command in sub.choices.items():
+        command.epilog = f"Explained in {DOCS_DIR}/{DOCS_PAGES[name]}."
     return parser
 
 
-def _list_in_help(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+DOCS_DIR = "docs"
+"""Where the docs site's pages are in the repository (``mkdocs serve`` shows them)."""
+DOCS_PAGES = {
+    "run": "running.md", "status": "running.md", "stop": "running.md", "reload": "running.md",
+    "watchdog": "operations.md", "size": "operations.md", "install-cron": "operations.md",
+    "metrics": "operations.md", "catalog": "dataset.md", "export": "dataset.md",
+    "report": "dataset.md", "view": "dataset.md", "reparse": "dataset.md",
+    "history": "dataset.md",
+}
+"""The page that explains each subcommand (tests/test_cli_help.py holds every one to a page
+that exists and mentions it)."""
+
+
+def _list_in_help(sub: argparse._SubParsersAction) -> None:
     """``--help`` lists every subcommand with one line: the added ones say theirs in their
     description (argparse lists only those given ``help=`` when they were added)."""
     listed = {action.dest for action in sub._choices_actions}
@@ -217,7 +233,7 @@ def cmd_run(args: argparse.Namespace, config: CollectorConfig) -> int:
         return usage_error(f"a runner is already running on {config.data_dir} (pid {exc.pid}); "
                            f"'{PROG} stop' stops it")
     except LockFileError as exc:  # a read-only (or full) data_dir
-        return usage_error(exc.strerror)
+        return usage_error(exc.strerror or str(exc))
     layout.stopped_mark.unlink(missing_ok=True)  # started again: watched again
     _setup_logging(layout)
     logging.getLogger("runner").info(
