@@ -32,7 +32,6 @@ from runner.core.runnerstate import (
     SlotStatus,
     StatusFile,
     write_launch,
-    write_status,
 )
 from runner.core.usage import PROG
 from runner.status.clusterview import box_summary
@@ -44,12 +43,13 @@ from runner.supervision.flownotice import DataFlowNotices
 from runner.supervision.interrupt import raise_if_interrupted
 from runner.supervision.memoryguard import MemoryGuard
 from runner.supervision.plan import Plan
-from runner.supervision.reload import config_changes, refusal, write_result
+from runner.supervision.reloader import ConfigReloader
 from runner.supervision.slottable import RoundEnd, SlotState, SlotTable
+from runner.supervision.statuswriter import StatusWriter
 from runner.supervision.worker import run_worker
 from scraper.addon import use_config
 from scraper.budget.limits import identity_for_token, identity_label
-from scraper.config.collector import CollectorConfig, ConfigError
+from scraper.config.collector import CollectorConfig
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import read_worker
 from scraper.utils.urlmask import mask_url
@@ -58,8 +58,6 @@ logger = logging.getLogger("runner")
 
 TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
-STATUS_INTERVAL = 2.0
-"""Seconds between writes of ``status.json`` (the watchdog judges a runner hung by its age)."""
 
 PRELOAD_MODULES = (
     "scrapy.cmdline", "scrapy.crawler", "scrapy.core.engine", "scrapy.core.scheduler",
@@ -127,24 +125,20 @@ class Supervisor:
                  replan: Callable[[CollectorConfig], Plan] | None = None) -> None:
         self.config = config
         use_config(config)  # what every worker forked from here runs on
-        self.reread = reread
-        self.replan = replan
-        self.reload_requested = False
         self.plan = plan
         self.guard = guard
         self.once = once
         self.config_path = config_path
         self.command = command
         self.layout = DataLayout(config.data_dir)
+        self.reloader = ConfigReloader(self.layout, reread, replan)
         self.table = SlotTable(plan)
         self.stopping = False
         self.force = False
         self.started_at = time.time()  # shown
         self.memory_warned = False
         self.flow = DataFlowNotices()
-        self.disk = DiskGate(self.layout, on_full=lambda: self._write_status(force=True))
-        self._last_status: float | None = None  # time.monotonic() of the last write
-        self.metrics = MetricsWriter(self.layout, config)
+        self.disk = DiskGate(self.layout, on_full=lambda: self.status.write(force=True))
         self.catalog = CatalogSchedule(config, str(self.layout.resolved_config),
                                        enabled=not once)
         self.pool = self._pool()
@@ -156,6 +150,9 @@ class Supervisor:
             from scraper.cluster.registry import RunnerBeacon
 
             self.beacon = RunnerBeacon(redis_url)
+        self.status = StatusWriter(self.layout, self.status_record,
+                                   MetricsWriter(self.layout, config), self.beacon,
+                                   self._beacon_record)
 
     # --- signals -------------------------------------------------------------------------------
 
@@ -166,16 +163,13 @@ class Supervisor:
         signal.set_wakeup_fd(self.wakeup[1])
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGINT, self._on_stop)
-        signal.signal(signal.SIGHUP, self._on_reload)
+        signal.signal(signal.SIGHUP, lambda *_: self.reloader.request())
         signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd does the waking
 
     def _on_stop(self, signum: int, frame: Any) -> None:
         if self.stopping and signum == signal.SIGINT:
             self.force = True
         self.stopping = True
-
-    def _on_reload(self, signum: int, frame: Any) -> None:
-        self.reload_requested = True
 
     def _sleep(self, seconds: float) -> None:
         try:
@@ -200,20 +194,22 @@ class Supervisor:
         logger.info("%s", self.plan.describe())
         while not self.stopping:
             self._reap()
-            if self.reload_requested:
-                self._reload()
+            if self.reloader.requested:
+                change = self.reloader.take(self.config)
+                if change is not None:
+                    self._replace(*change)
             if self.once and self.table.all_ended():
                 break
             self._start_due()
             self.catalog.tick()
-            self._write_status_if_due()
+            self.status.write_if_due()
             # Due slots that could not start (a turn, memory, disk) are looked at again on the
             # next tick, or sooner when a worker ends (SIGCHLD wakes the loop).
             self._sleep(self.table.next_due_in(time.monotonic(), TICK))
         if self.stopping:
             self._stop_workers()
         self.catalog.stop()
-        self._write_status(force=True)
+        self.status.write(force=True)
         if self.beacon:
             self.beacon.leave(os.getpid(), str(self.config.data_dir))
         code = self._exit_code()
@@ -229,29 +225,6 @@ class Supervisor:
 
     # --- reload -----------------------------------------------------------------------------------
 
-    def _reload(self) -> None:
-        """SIGHUP: read the config file again; see runner/reload.py."""
-        self.reload_requested = False
-        if self.reread is None or self.replan is None:
-            return self._reloaded(False, "reload refused: this runner cannot reload")
-        try:
-            new = self.reread()
-        except ConfigError as exc:
-            return self._reloaded(False, f"reload refused: {exc}; the running config stays")
-        why = refusal(self.config, new)
-        if why:
-            return self._reloaded(False, f"reload refused: {why}")
-        changes = config_changes(self.config, new)
-        if not changes:
-            return self._reloaded(True, "reload: the config is unchanged")
-        plan = self.replan(new)
-        if plan.total == 0:
-            return self._reloaded(False, "reload refused: nothing to run with the new config; "
-                                         "the running config stays")
-        self._replace(new, plan)
-        self._reloaded(True, f"reload: {', '.join(changes)} changed; from each worker's next "
-                             f"round: {plan.describe()}")
-
     def _replace(self, config: CollectorConfig, plan: Plan) -> None:
         old_autoscale, old_total = self.config.autoscale, self.plan.total
         self.config = config
@@ -263,13 +236,6 @@ class Supervisor:
         if config.autoscale != old_autoscale or plan.total != old_total:
             self.pool = self._pool()
         self._write_resolved()
-
-    def _reloaded(self, ok: bool, message: str) -> None:
-        (logger.info if ok else logger.error)("%s", message)
-        try:
-            write_result(self.layout, ok, message)
-        except OSError as exc:
-            logger.warning("cannot write %s: %s", self.layout.reload_file, exc)
 
     def _write_resolved(self) -> None:
         try:
@@ -351,7 +317,7 @@ class Supervisor:
 
     def _stop_workers(self) -> None:
         logger.info("stopping: SIGTERM to %d workers", self.table.running)
-        self._write_status(force=True)
+        self.status.write(force=True)
         self._signal_all(signal.SIGTERM)
         deadline = time.monotonic() + self.config.stop_timeout
         while self.table.running and time.monotonic() < deadline and not self.force:
@@ -405,10 +371,6 @@ class Supervisor:
 
     # --- status -----------------------------------------------------------------------------------
 
-    def _write_status_if_due(self) -> None:
-        if self._last_status is None or time.monotonic() - self._last_status >= STATUS_INTERVAL:
-            self._write_status()
-
     def _beacon_record(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "started_at": self.started_at, "plan": self.plan.describe(),
                 "planned": self.plan.total, "states": self.table.state_counts(),
@@ -452,13 +414,3 @@ class Supervisor:
                                                               self.pool.maximum],
             cpu_ratio=self.pool.cpu_ratio, github_identity=self.github_identity)
         return StatusFile(runner, self.table.records(wall, mono))
-
-    def _write_status(self, force: bool = False) -> None:
-        self._last_status = time.monotonic()
-        if self.beacon:
-            self.beacon.beat(self._beacon_record(), force=force)
-        try:
-            write_status(self.layout.status_file, self.status_record())
-        except OSError as exc:
-            logger.warning("cannot write status: %s", exc)
-        self.metrics.write()
