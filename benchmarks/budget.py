@@ -42,7 +42,7 @@ from benchmarks.common import (
     publish,
     ratio,
 )
-from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
+from tests.support.fakes.launcher import FakeServer, fake_windows, start_fake_github
 
 MODES = ("ours", "ours-unconfigured-window", "predecessor", "autothrottle")
 """``ours-unconfigured-window``: the config gives the limit only; the window is learned from

@@ -45,7 +45,7 @@ from benchmarks.common import (
     scale_and_parts,
 )
 from benchmarks.distributed import Redis, items, start_runners, write_config
-from tests.fakes.launcher import FakeServer, start_fake_docs
+from tests.support.fakes.launcher import FakeServer, start_fake_docs
 
 PARTS = ("scale", "memory")
 RUNNERS = (1, 2, 3)

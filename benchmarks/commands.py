@@ -31,7 +31,7 @@ from benchmarks.common import (
     runner_command,
     write_collector_config,
 )
-from tests.fakes.launcher import start_fake_docs
+from tests.support.fakes.launcher import start_fake_docs
 
 COMMANDS = (("status",), ("watchdog",), ("size", "--every", "100MB"), ("stop",), ("catalog",))
 """As cron and an operator run them. With no runner running, ``status`` exits 3 and

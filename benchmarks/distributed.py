@@ -54,7 +54,7 @@ from benchmarks.common import (
     ratio,
     scale_and_parts,
 )
-from tests.fakes.launcher import FakeServer, start_fake_docs, start_fake_github
+from tests.support.fakes.launcher import FakeServer, start_fake_docs, start_fake_github
 
 PARTS = ("docs", "budget")
 

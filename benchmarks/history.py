@@ -1,20 +1,30 @@
-"""``python -m benchmarks.history``: a day, a month and a year of history at the default cadence.
+"""``python -m benchmarks.history``: the data dir the defaults fill, all of it, and what
+``status`` forecasts from it.
 
-Generates what the collector writes at its defaults (``ROUND_INTERVALS``, hourly segments, the
-default plan's shards), in the item format of README "What is written where", then measures at
-each size what a long-running collector pays again and again:
+Generates ``--days`` days (default 10) of what ``python -m runner --workers 20`` writes at the
+defaults, through the real stores, on a fake clock that ends now (:mod:`benchmarks.historywriter`:
+items in hourly segments, the page archive, the dedup stores, the GitHub budget, ETags and slice
+plans, each round's log as a real round wrote it), with the runner's catalog build every
+``--catalog-every`` hours (the real ``python -m runner catalog``: the catalog, the feeds,
+``logs/catalog.log``) and a growth sample every hour (``runner.core.growth.record_sample``, as
+the runner takes them). Then it measures:
 
-* item files (count, bytes per day per spider) and the catalog's size: how long a disk lasts;
-* the first catalog build, and an incremental build after one more round;
-* every canned Datasette query and the catalog's table pages (count and first rows, and the
-  ``trending_observations.full_name`` filter), each against Datasette's 1 s limit;
-* ``python -m runner status``, ``watchdog``, ``report``, ``export --format parquet``;
-* opening a deltafetch and a content-hash store and one lookup, at 10k, 1M and 5M keys.
+* each part of the data dir on disk (``data_size``: allocated blocks, what ``status`` counts) at
+  the end of every day, and each part's growth per day over the last 7 days;
+* the growth per day ``python -m runner status --json`` forecasts on the same data dir, and its
+  ratio to the measured growth (the sizing's check: within 20%);
+* at each step of ``--days`` (``--days 1,10``): the last catalog build, every canned Datasette
+  query and the catalog's table pages, ``status``, ``watchdog``, ``report`` and ``export
+  --format parquet``;
+* with ``--store-keys``, opening a deltafetch and a content-hash store of that many keys.
 
-The history grows in place, day → month → year; ``--days 1,30`` stops earlier, and
-``--search-per-hour`` sets the search items that change per hour (an assumption: see README).
+What it assumes, since only GitHub and the sites can say: the search repositories that change an
+hour (``--search-per-hour``), each docs site at its page cap, a tenth of the docs pages fetched
+again changed, every trending fetch a changed page (constants of :mod:`benchmarks.historywriter`
+and :mod:`benchmarks.trendingpages`).
 
-    python -m benchmarks.history                       # 1, 30 and 365 days
+    python -m benchmarks.history                          # 10 days, about 8 min of CPU
+    python -m benchmarks.history --days 2 --out /tmp/h.json   # a quick look
     python -m benchmarks.history --days 1,30 --store-keys 10000,1000000
 """
 
@@ -23,8 +33,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
-import random
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -36,113 +47,18 @@ from typing import Any
 
 import yaml
 
-from benchmarks.catalog import PERIODS, WORDS, measure
+from benchmarks.catalog import measure
 from benchmarks.common import REPO_ROOT, RESULTS_DIR, machine_info
+from benchmarks.historywriter import HOUR, SEARCH_RESULTS, WORKERS, HistoryWriter, part_sizes
+from benchmarks.roundlogs import real_round_logs
+from benchmarks.segmenthistory import History  # noqa: F401 - tests/e2e/test_catalog.py's input
 from runner.catalog import queries
-from scraper.config.collector import ROUND_INTERVALS, TrendingConfig
+from runner.core.growth import WINDOW, outlook, record_sample
+from scraper.utils.diskspace import data_size
 
-HOUR = 3600
-START = 1_798_761_600  # 2027-01-01T00:00:00Z
-LISTS = TrendingConfig().start_entries()  # 4 languages × 3 periods, any spoken language
-TRENDING_SHARDS = 6
-ROWS = 25
-DOCS_PAGES = 14 * 2000
-"""The default docs sites at their page cap: the pages whose content can change."""
-DOCS_CHANGED_PER_DAY = DOCS_PAGES // 7 // 10
-"""Pages come back after refresh_after (7 days); one in ten has changed (an assumption)."""
-SEARCH_REPOS = 8000
-"""The default queries' result sets (topic:web-scraping, language:python stars:>5000)."""
-
-
-def _stamp(epoch: float, ms: bool = False) -> str:
-    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
-    return text + (f".{int(epoch % 1 * 1000):03d}Z" if ms else "Z")
-
-
-def _segment(epoch: float) -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch))
-
-
-class History:
-    """Writes each hour's closed segments, as the defaults' rounds would."""
-
-    def __init__(self, items: Path, search_per_hour: int, seed: int = 27) -> None:
-        self.items = items
-        self.rng = random.Random(seed)
-        self.search_per_hour = search_per_hour
-        self.hours = 0
-        self.bytes = {"trending": 0, "search": 0, "docs": 0}
-        self.repos = [f"owner{n % 997}/{self.rng.choice(WORDS)}-{n}" for n in range(3000)]
-
-    def _write(self, spider: str, shard: str, epoch: float, lines: list[str]) -> None:
-        if not lines:
-            return
-        directory = self.items / spider
-        directory.mkdir(parents=True, exist_ok=True)
-        data = ("\n".join(lines) + "\n").encode()
-        slug = shard.replace("/", "of")
-        (directory / f"{spider}-{slug}-{_segment(epoch)}.jsonl").write_bytes(data)
-        self.bytes[spider] += len(data)
-
-    def _hash(self) -> str:
-        return f"{self.rng.getrandbits(256):064x}"
-
-    def snapshot(self, language: str, period: str, spoken: str, epoch: float) -> str:
-        # Lists move slowly: most of a list's repositories stay from one hour to the next.
-        day = int(epoch // 86400)
-        pool = random.Random(f"{language}{period}{spoken}{day}")
-        names = pool.sample(self.repos, ROWS + 5)
-        rows = []
-        for rank, name in enumerate(sorted(names[:ROWS], key=lambda n: self.rng.random()), 1):
-            stars = 100 + hash(name) % 50000 + int(epoch - START) // 600
-            rows.append({"rank": rank, "full_name": name, "description": f"{name} tool",
-                         "language": "Python", "stars": stars, "forks": stars // 10,
-                         "period_stars": 500 - rank, "built_by": ["a", "b"]})
-        return json.dumps({
-            "spider": "trending", "shard": "0/6", "collected_at": _stamp(epoch),
-            "content_hash": self._hash(), "observed_at": _stamp(epoch, ms=True),
-            "period": period, "trending_language": language or None,
-            "spoken_language_code": spoken or None,
-            "url": f"https://github.com/trending/{language}?since={period}", "rows": rows})
-
-    def search(self, epoch: float) -> str:
-        n = self.rng.randrange(SEARCH_REPOS)
-        name = f"owner{n % 997}/{WORDS[n % len(WORDS)]}-{n}"
-        return json.dumps({
-            "spider": "search", "shard": "0/1", "collected_at": _stamp(epoch),
-            "content_hash": self._hash(), "id": n, "full_name": name,
-            "html_url": f"https://github.com/{name}", "description": "a repository",
-            "language": "Python", "stargazers_count": 5000 + n + int(epoch - START) // 3600,
-            "forks_count": n, "open_issues_count": 4, "topics": ["web-scraping"],
-            "license": "MIT", "created_at": "2020-01-01T00:00:00Z",
-            "updated_at": _stamp(epoch), "pushed_at": _stamp(epoch), "archived": False,
-            "query": "topic:web-scraping"})
-
-    def docs(self, epoch: float) -> str:
-        page = self.rng.randrange(DOCS_PAGES)
-        text = " ".join(self.rng.choice(WORDS) for _ in range(400))
-        return json.dumps({
-            "spider": "docs", "shard": "0/8", "collected_at": _stamp(epoch),
-            "content_hash": self._hash(), "url": f"https://docs.example.org/p/{page}.html",
-            "title": f"Page {page}", "headings": ["Intro", "API"],
-            "markdown": f"# Page {page}\n\n## Intro\n\n{text}\n", "text": text,
-            "canonical_url": None, "lang": "en", "last_modified": None})
-
-    def hour(self) -> None:
-        epoch = START + self.hours * HOUR
-        every = {name: int(seconds // HOUR) for name, seconds in ROUND_INTERVALS.items()}
-        if self.hours % every["trending"] == 0:
-            for shard in range(TRENDING_SHARDS):
-                mine = LISTS[shard::TRENDING_SHARDS]
-                self._write("trending", f"{shard}/{TRENDING_SHARDS}", epoch + shard,
-                            [self.snapshot(*entry, epoch + shard) for entry in mine])
-        if self.hours % every["search"] == 0:
-            self._write("search", "0/1", epoch, [self.search(epoch + k * 0.01)
-                                                 for k in range(self.search_per_hour)])
-        if self.hours % every["docs"] == 0:
-            per_round = DOCS_CHANGED_PER_DAY * every["docs"] // 24
-            self._write("docs", "0/1", epoch, [self.docs(epoch) for _ in range(per_round)])
-        self.hours += 1
+DAY = 86400
+DISK = 40 * 10**9
+"""The disk the sizing speaks of: 40 GB (decimal, as disks are sold)."""
 
 
 def _timed_query(conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> float:
@@ -260,69 +176,182 @@ def runner_times(config: Path) -> dict[str, Any]:
                                   str(out / "export"))}
 
 
-def sizes(data: Path) -> dict[str, Any]:
-    files = [p for p in (data / "items").rglob("*.jsonl*")]
-    return {"item_files": len(files), "item_bytes": sum(p.stat().st_size for p in files),
-            "catalog_bytes": (data / "catalog.sqlite").stat().st_size}
+def catalog_build(config: Path, layout_logs: Path, now: float) -> dict[str, Any]:
+    """The runner's catalog child: ``python -m runner catalog``, its output in
+    ``logs/catalog.log`` and the runner's line for it in ``logs/runner.log``."""
+    result = measure([sys.executable, "-m", "runner", "catalog", "--config", str(config)],
+                     REPO_ROOT)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(now))
+    with open(layout_logs / "catalog.log", "a", encoding="utf-8") as log:
+        log.write(result["stdout"] + "\n")
+    with open(layout_logs / "runner.log", "a", encoding="utf-8") as log:
+        log.write(f"{stamp},000 [runner] INFO: catalog updated in {result['wall_s']:.1f} s\n")
+    return result
 
 
-def run(days: list[int], search_per_hour: int, store_keys: list[int],
-        workdir: Path) -> dict[str, Any]:
+def status_forecast(config: Path) -> dict[str, Any]:
+    """What ``python -m runner status --json`` says of the data dir's size and growth (its
+    exit status says the runner is not running: no runner runs on a generated data dir)."""
+    done = subprocess.run([sys.executable, "-m", "runner", "status", "--json", "--config",
+                           str(config)], cwd=REPO_ROOT, capture_output=True, text=True)
+    try:
+        totals = json.loads(done.stdout)["totals"]
+    except (ValueError, KeyError):
+        raise SystemExit(f"status --json: exit {done.returncode}: {done.stderr[-2000:]}") \
+            from None
+    return {key: totals[key] for key in ("data_bytes", "growth_per_day_bytes",
+                                         "disk_days_left")}
+
+
+def growth(daily: list[dict[str, Any]], span: int) -> dict[str, float]:
+    """Bytes per day of each part over the last ``span`` days."""
+    last, first = daily[-1]["parts"], daily[-1 - span]["parts"]
+    return {part: (last[part] - first[part]) / span for part in last}
+
+
+def sizing(daily: list[dict[str, Any]], forecast: int | None) -> dict[str, Any]:
+    """The disk's life at the defaults from the measured growth, and ``status``'s forecast
+    beside it."""
+    days = len(daily) - 1
+    span = min(int(WINDOW // DAY), days - 1)
+    if span < 1:
+        return {"note": "no growth per day from less than 2 days"}
+    parts = growth(daily, span)
+    per_day = sum(parts.values())
+    size = daily[-1]["data_bytes"]
+    steady = (size - daily[1]["data_bytes"]) / (days - 1)
+    life_days = days + (DISK - size) / per_day
+    return {
+        "window_days": span,
+        "bytes_per_day_by_part": {k: round(v) for k, v in parts.items()},
+        "bytes_per_day": round(per_day),
+        "bytes_per_day_after_day_1": round(steady),
+        "first_day_bytes": daily[1]["data_bytes"],
+        "status_growth_per_day_bytes": forecast,
+        "status_over_measured": None if forecast is None else round(forecast / per_day, 3),
+        "year_bytes": round(size + (365 - days) * per_day),
+        "disk_bytes": DISK,
+        "disk_years": round(life_days / 365, 2),
+    }
+
+
+def step_measurements(config: Path, data: Path, build: dict[str, Any] | None) -> dict[str, Any]:
+    catalog = data / "catalog.sqlite"
+    conn = sqlite3.connect(catalog)
+    busiest = conn.execute("SELECT full_name FROM trending_history ORDER BY observations DESC "
+                           "LIMIT 1").fetchone()[0]
+    observations = conn.execute("SELECT count(*) FROM trending_observations").fetchone()[0]
+    conn.close()
+    return {"last_catalog_build": build, "trending_observations": observations,
+            "queries_s": query_times(catalog, busiest), "commands": runner_times(config)}
+
+
+def run(days: list[int], search_per_hour: int, store_keys: list[int], catalog_every: int,
+        workdir: Path, docs_pages: int | None = None) -> dict[str, Any]:
     home = workdir / "home"
     data = home / "data"
     home.mkdir(parents=True)
     config = home / "collector.yaml"
     config.write_text(yaml.safe_dump({"data_dir": str(data)}))
-    history = History(data / "items", search_per_hour)
-    catalog = [sys.executable, "-m", "runner", "catalog", "--config", str(config)]
-    steps = []
+    logs = real_round_logs()
+    print("a real round's log: " + ", ".join(f"{spider} {len(text):,} bytes"
+                                             for spider, text in logs.items()), flush=True)
+    end = math.floor(time.time() / HOUR) * HOUR  # the history's last hour ends now
+    writer = HistoryWriter(data, end - days[-1] * DAY, search_per_hour, logs, docs_pages)
+    layout = writer.layout
+    daily = [{"day": 0, "data_bytes": 0, "parts": dict.fromkeys(part_sizes(layout), 0)}]
+    steps, build = [], None
+    started = time.process_time()
     for day in days:
-        t0 = time.perf_counter()
-        while history.hours < day * 24:
-            history.hour()
-        generated = time.perf_counter() - t0
-        build = measure(catalog, REPO_ROOT)
-        history.hour()  # one more round of every spider due this hour
-        incremental = measure(catalog, REPO_ROOT)
-        per_day = {spider: round(n / (history.hours / 24)) for spider, n in history.bytes.items()}
-        step = {"days": day, "generate_s": round(generated, 1), **sizes(data),
-                "bytes_per_day": per_day, "first_build": build,
-                "incremental_build": incremental,
-                "queries_s": query_times(data / "catalog.sqlite", history.repos[7]),
-                "commands": runner_times(config)}
-        obs = sqlite3.connect(data / "catalog.sqlite").execute(
-            "SELECT count(*) FROM trending_observations").fetchone()[0]
-        step["trending_observations"] = obs
-        print(json.dumps(step), flush=True)
+        while writer.hours < day * 24:
+            writer.hour()
+            due = catalog_every and writer.hours % catalog_every == 0
+            if due or (not catalog_every and writer.hours == day * 24):
+                build = catalog_build(config, layout.logs_dir, writer.now)
+            record_sample(layout, now=writer.now)
+            if writer.hours % 24 == 0:
+                daily.append({"day": writer.hours // 24, "data_bytes": data_size(data),
+                              "parts": part_sizes(layout)})
+                print(f"day {writer.hours // 24}: {daily[-1]['data_bytes'] / 1e6:,.0f} MB, "
+                      f"{time.process_time() - started:.0f} s of CPU so far", flush=True)
+        forecast = outlook(layout, now=writer.now).per_day
+        step = {"days": day, "data_bytes": daily[-1]["data_bytes"], "parts": daily[-1]["parts"],
+                "growth_forecast_per_day": None if forecast is None else round(forecast),
+                **step_measurements(config, data, build)}
+        print(json.dumps({k: v for k, v in step.items() if k != "queries_s"}), flush=True)
         steps.append(step)
+    status = status_forecast(config)
+    result = {"workers": WORKERS, "plan": writer.plan, "search_per_hour": search_per_hour,
+              "docs_pages_per_site": writer.docs_pages,
+              "search_results": SEARCH_RESULTS, "catalog_every_h": catalog_every,
+              "round_log_bytes": {spider: len(text) for spider, text in logs.items()},
+              "item_bytes_written": writer.written, "daily": daily, "steps": steps,
+              "status": status,
+              "sizing": sizing(daily, status["growth_per_day_bytes"])}
     stores = {}
     for keys in store_keys:
         stores[str(keys)] = store_times(workdir, keys)
         print(f"stores at {keys:,} keys: {stores[str(keys)]}", flush=True)
-    return {"search_per_hour": search_per_hour, "round_intervals": ROUND_INTERVALS,
-            "trending_shards": TRENDING_SHARDS, "lists": len(LISTS), "periods": PERIODS,
-            "steps": steps, "stores": stores}
+    result["stores"] = stores
+    return result
+
+
+def report(result: dict[str, Any]) -> str:
+    sizing_ = result["sizing"]
+    if "note" in sizing_:
+        return sizing_["note"]
+    lines = [f"growth per day over the last {sizing_['window_days']} days, by part:"]
+    for part, value in sizing_["bytes_per_day_by_part"].items():
+        lines.append(f"  {part:<28} {value / 1e6:8.2f} MB/day")
+    measured, forecast = sizing_["bytes_per_day"], sizing_["status_growth_per_day_bytes"]
+    lines += [f"  {'measured, all parts':<28} {measured / 1e6:8.2f} MB/day "
+              f"({sizing_['bytes_per_day_after_day_1'] / 1e6:.2f} MB/day after day 1)",
+              f"  {'status --json forecasts':<28} "
+              + ("nothing" if forecast is None else f"{forecast / 1e6:8.2f} MB/day, "
+                 f"{sizing_['status_over_measured']:.3f}× measured"),
+              f"first day {sizing_['first_day_bytes'] / 1e6:,.0f} MB; a year "
+              f"{sizing_['year_bytes'] / 1e9:.1f} GB; a 40 GB disk lasts "
+              f"{sizing_['disk_years']:.2f} years"]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.history", description=__doc__)
-    parser.add_argument("--days", default="1,30,365")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.history", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--days", default="10", help="days of history, or steps: 1,10")
     parser.add_argument("--search-per-hour", type=int, default=400)
-    parser.add_argument("--store-keys", default="10000,1000000,5000000")
+    parser.add_argument("--catalog-every", type=int, default=6, metavar="HOURS",
+                        help="hours between catalog builds (the runner's is 1; 0: only at "
+                        "each step, a first build)")
+    parser.add_argument("--docs-pages", type=int, metavar="N",
+                        help="pages of each docs site (default: its max_pages_per_site, 2,000)")
+    parser.add_argument("--store-keys", default="", help="e.g. 10000,1000000,5000000")
     parser.add_argument("--workdir", help="keep the generated history here (default: a "
                         "temporary directory, removed)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "history.json"))
     args = parser.parse_args(argv)
-    days = [int(d) for d in args.days.split(",")]
-    keys = [int(k) for k in args.store_keys.split(",") if k]
+    try:
+        days = sorted({int(d) for d in args.days.split(",")})
+        keys = [int(k) for k in args.store_keys.split(",") if k]
+    except ValueError:
+        parser.error(f"--days {args.days!r} / --store-keys {args.store_keys!r}: "
+                     "comma-separated whole numbers")
+    if days[0] < 1 or args.catalog_every < 0 or (args.docs_pages or 1) < 1:
+        parser.error("--days and --docs-pages must be at least 1, --catalog-every at least 0")
     if args.workdir:
         workdir = Path(args.workdir)
         shutil.rmtree(workdir, ignore_errors=True)
-        result = run(days, args.search_per_hour, keys, workdir)
+        result = run(days, args.search_per_hour, keys, args.catalog_every, workdir,
+                     args.docs_pages)
     else:
         with tempfile.TemporaryDirectory(prefix="bench-history-") as tmp:
-            result = run(days, args.search_per_hour, keys, Path(tmp))
+            result = run(days, args.search_per_hour, keys, args.catalog_every, Path(tmp),
+                         args.docs_pages)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result["cpu_s"] = round(time.process_time() + usage.ru_utime + usage.ru_stime, 1)
     result = {"machine": machine_info(), "command": " ".join(sys.argv), **result}
+    print(report(result))
+    print(f"CPU: {result['cpu_s']} s, this process and its children")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

@@ -1,7 +1,8 @@
 """``python -m benchmarks.hostile``: one worker's peak memory on each hostile answer shape.
 
 Every shape the hardening passes met, one ``scrapy crawl`` each (exactly what a runner worker
-runs) against tests/fakes/hostile.py, one answer per crawl, with a healthy answer of the same
+runs) against tests/support/fakes/hostile.py, one answer per crawl, with a healthy answer of the
+same
 spider as the baseline measured in the same run: trending pages of 15 MB of cells, of 180,000
 rows and of 3,000 rows; search answers of 1,000,000 results, of JSON nested 4,000 deep, of more
 results than ``per_page`` and of results of the wrong types; docs pages of 380,000 cells, of
@@ -91,7 +92,7 @@ def configure(home: Path, server: str, shape: Shape) -> Path:
 
 
 def crawl(home: Path, server: str, shape: Shape, timeout: float) -> dict[str, Any]:
-    from tests.support import peak_rss_mb
+    from tests.support.collector import peak_rss_mb
 
     config = configure(home, server, shape)
     started = time.monotonic()
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds one crawl may take before it is killed (and reported)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    from tests.fakes.launcher import start_fake_hostile
+    from tests.support.fakes.launcher import start_fake_hostile
 
     shapes = [s for s in SHAPES if args.scale == "full" or f"{s.spider}:{s.name}" in TINY]
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:

@@ -11,11 +11,12 @@ Every real page in tests/data/docs, converted by each contender:
 - **trafilatura** — ``extract(output_format="markdown")`` on the whole page: it chooses the
   main content itself.
 
-Fidelity, summed over the pages (tests/docs_fixtures.py says what each page holds): ``<pre>``
+Fidelity, summed over the pages (tests/support/docs_fixtures.py says what each page holds):
+``<pre>``
 blocks whose text is in the output at all (fenced or indented), found byte-exact as fenced
 blocks, the same with the right language, tables kept with
 their rows × columns, nested lists kept nested, headings all there in order; and whether a page
-of 1,600 nested ``<div>``s (tests/fakes/hostile.py) converts at all. CPU: process time
+of 1,600 nested ``<div>``s (tests/support/fakes/hostile.py) converts at all. CPU: process time
 per page, median of ``--repeat`` conversions, the contenders taking turns conversion by
 conversion, and its ratio to the walker's in the same run.
 A contender that is not installed is skipped with the reason printed
@@ -23,7 +24,8 @@ A contender that is not installed is skipped with the reason printed
 
 Per generator, on the pages of tests/data/generators (rustdoc, mdBook, GitBook, Javadoc, TypeDoc,
 Doxygen, Antora…): the exact-code-block rate, each code block's code as a browser shows it
-(tests/generator_pages.py reads it from the HTML) found byte-exact in a fenced block of the output,
+(tests/support/generator_pages.py reads it from the HTML) found byte-exact in a fenced block of the
+output,
 and CPU ms per page.
 """
 
@@ -56,9 +58,9 @@ from benchmarks.common import (
 from scraper.docpages.extract import MAIN_XPATHS, extract_page, is_boilerplate
 from scraper.docpages.fidelity import read_fences
 from scraper.docpages.markdown import INVISIBLE, language_of
-from tests import docs_fixtures as fixtures
-from tests import generator_pages
-from tests.fakes.hostile import NESTED_DIVS, NESTED_TEXT, dense_page
+from tests.support import docs_fixtures as fixtures
+from tests.support import generator_pages
+from tests.support.fakes.hostile import NESTED_DIVS, NESTED_TEXT, dense_page
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
 Convert = Callable[[str], str]

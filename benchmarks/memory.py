@@ -363,7 +363,7 @@ def run(scale_name: str, workers: int | None, rounds: tuple[int, int] | None,
         phases: list[str]) -> dict[str, Any]:
     from dataclasses import replace
 
-    from tests.fakes.launcher import start_fake_docs
+    from tests.support.fakes.launcher import start_fake_docs
 
     scale = SCALES[scale_name]
     if workers:

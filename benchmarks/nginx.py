@@ -1,6 +1,6 @@
 """The CPU-bound workload: the fake docs sites as static, pre-gzipped files behind Debian's nginx.
 
-The pages are the fake docs host's own (``tests.fakes.docs.DocsFake``: same renderer, same
+The pages are the fake docs host's own (``tests.support.fakes.docs.DocsFake``: same renderer, same
 links, robots.txt, mirrors, PDF and PNG), written once to disk with a ``.gz`` twin each, and
 served by an nginx the benchmark starts with its own config (``gzip_static on``, no access log,
 one worker process so the crawlers keep the other core, at ``SERVER_NICE`` when run as root:
@@ -77,7 +77,7 @@ def nginx_binary() -> str | None:
 
 def write_sites(www: Path, base_url: str, sites: int, pages: int, page_kb: float) -> int:
     """Render every fake docs page to ``www`` (plus ``.gz`` twins); returns the file count."""
-    from tests.fakes.docs import DocsFake, parse_args
+    from tests.support.fakes.docs import DocsFake, parse_args
 
     # The fake's own defaults; it renders pages here and never serves (no port is written).
     fake = DocsFake(parse_args(["--port-file", os.devnull, "--sites", str(sites),

@@ -42,7 +42,7 @@ from benchmarks.common import (
     write_collector_config,
 )
 from benchmarks.memory import slot_rounds, stop
-from tests.fakes.launcher import start_fake_docs
+from tests.support.fakes.launcher import start_fake_docs
 
 
 def _rss_parts(pid: int) -> dict[str, float]:

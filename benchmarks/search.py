@@ -36,9 +36,9 @@ from benchmarks.common import (
     machine_info,
     publish,
 )
-from tests.fakes.github import parse_search, search_results
-from tests.fakes.launcher import start_fake_github
-from tests.support import Collector
+from tests.support.collector import Collector
+from tests.support.fakes.github import parse_search, search_results
+from tests.support.fakes.launcher import start_fake_github
 
 SCALES = {
     "full": ["longtail10000", "longtail6000 stars:<=100", "huge created:>=2012-01-01"],

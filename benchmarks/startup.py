@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" /
                         "startup.json")
     args = parser.parse_args(argv)
-    from tests.fakes.launcher import start_fake_docs
+    from tests.support.fakes.launcher import start_fake_docs
 
     with tempfile.TemporaryDirectory(prefix="hubcollect-startup-") as tmp:
         work = Path(tmp)

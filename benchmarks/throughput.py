@@ -8,7 +8,7 @@ Two workloads, each a set of fake documentation sites (``full``: 20 sites × 300
 
 * ``cpu``: static, pre-gzipped files served by nginx (``benchmarks/nginx.py``): the crawler's
   own CPU limits pages/s. Skipped, with the reason printed, when nginx is not installed.
-* ``latency``: the project's fake docs host (``tests/fakes/docs.py``), 50 ms ± 50% per
+* ``latency``: the project's fake docs host (``tests/support/fakes/docs.py``), 50 ms ± 50% per
   response: waiting on the network limits pages/s.
 
 Contenders, each on the whole site set, one after the other against the same server:
@@ -304,7 +304,7 @@ def _warm(url: str, paths: list[str]) -> None:
 
 @contextlib.contextmanager
 def latency_server(work: Path, scale: Scale) -> Iterator[Server]:
-    from tests.fakes.launcher import start_fake_docs
+    from tests.support.fakes.launcher import start_fake_docs
 
     fake = start_fake_docs(work / "fake-docs", host="127.0.0.2", sites=scale.sites,
                            pages=scale.pages, page_kb=PAGE_KB)
@@ -316,7 +316,7 @@ def latency_server(work: Path, scale: Scale) -> Iterator[Server]:
         boosted = can_raise_priority() and raise_priority(fake.process.pid)
         yield Server(fake.url(), boosted,
                      lambda: fake.control(reset_stats=True, reset_flaky=True),
-                     {"server": "tests.fakes.docs (aiohttp)", "latency_ms": LATENCY_MS,
+                     {"server": "tests.support.fakes.docs (aiohttp)", "latency_ms": LATENCY_MS,
                       "jitter": JITTER, "server_nice": SERVER_NICE if boosted else 0})
     finally:
         fake.stop()

@@ -1,7 +1,8 @@
 """``python -m benchmarks.trending_year``: the canned trending queries on a generated year.
 
 A year of the default trending plan (every list of the default config, fetched every
-``round_interval`` seconds: 12 lists once a minute, 6.3 million fetches) is written straight into a
+``config.round_interval_of("trending")`` seconds, the interval the runner uses: 12 lists once an
+hour, 105,120 fetches) is written straight into a
 catalog of the current schema (:mod:`runner.catalog.trendingsnapshots`: each distinct page once, a
 reference per fetch), with its history; each list's page changes every ``--change-every`` minutes
 (GitHub recomputes the lists a few times a day; 60 is pessimistic), a few rows entering and leaving
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--change-every", type=float, default=60, metavar="MINUTES")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "trending_year.json")
     args = parser.parse_args(argv)
-    cadence = CollectorConfig().round_interval
+    cadence = CollectorConfig().round_interval_of("trending")
     results: dict[str, Any] = {"machine": machine_info(), "days": args.days,
                                "cadence_s": cadence, "change_every_min": args.change_every}
     with tempfile.TemporaryDirectory(prefix="trending-year-") as tmp:

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.fixtures import *  # noqa: F403 - fake_github, fake_docs and their factories
-from tests.incrawler import install_session_reactor
-from tests.quietcpu import pytest_configure, pytest_runtest_protocol  # noqa: F401 - hooks
-from tests.support import Collector
+from tests.support.cluster import baseline, redis_server, redis_url  # noqa: F401 - fixtures
+from tests.support.collector import Collector
+from tests.support.fakes.fixtures import *  # noqa: F403 - fake_github, fake_docs and their factories
+from tests.support.incrawler import install_session_reactor
+from tests.support.quietcpu import pytest_configure, pytest_runtest_protocol  # noqa: F401 - hooks
 
 install_session_reactor()
 
-pytest_plugins = ["tests.signalstate"]
+pytest_plugins = ["tests.support.signalstate"]
 
 # A suite started in the background by a script (`pytest … &`) inherits SIGINT ignored, as
 # POSIX has a shell's background jobs do, and every runner it starts would keep ignoring it:

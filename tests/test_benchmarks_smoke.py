@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO_ROOT
+
 CONTENDERS = {"scrapy crawl docs", "plain Scrapy", "runner-2", "predecessor-2"}
 
 
@@ -174,3 +176,46 @@ def test_commands_measures_each_short_command_against_a_scrapy_import(tmp_path: 
     assert not [name for name, row in rows.items()
                 if name.startswith("runner ") and row["imports_scrapy"]], rows
     assert "× import scrapy" in result.stdout
+
+
+def test_trending_pages_are_read_back_as_the_rows_they_show() -> None:
+    """The generated history's trending bodies (``benchmarks/trendingpages.py``): the spider's
+    parser reads from each exactly the rows the generator says it shows, every fetch is a new
+    template to the archive, and two lists share no repository."""
+    from benchmarks.trendingpages import TrendingPages
+    from scraper.trending.archive import body_sha256, split_volatile
+    from scraper.trending.repositories import parse_trending
+
+    pages = TrendingPages()
+    url = "https://github.com/trending/rust?since=weekly"
+    templates = set()
+    for hour in range(3):
+        body, rows = pages.page(5, "weekly", hour, url)
+        assert parse_trending(body, url) == rows
+        templates.add(body_sha256(split_volatile(body)[0]))
+    assert len(templates) == 3
+    other, _ = pages.page(6, "weekly", 2, url)
+    assert {row.full_name for row in parse_trending(other, url)}.isdisjoint(
+        row.full_name for row in rows)
+
+
+@pytest.mark.timeout(300)
+def test_history_fills_every_part_of_the_data_dir_and_status_forecasts_it(
+        tmp_path: Path) -> None:
+    """A day of ``python -m benchmarks.history`` with small docs sites: every part of the data
+    dir is written, through the real stores, and ``status --json`` forecasts from its samples."""
+    out, work = tmp_path / "history.json", tmp_path / "work"
+    result = bench("benchmarks.history", "--days", "1", "--docs-pages", "5", "--catalog-every",
+                   "12", "--workdir", str(work), "--out", str(out), timeout=300)
+    data = json.loads(out.read_text())
+    parts = data["daily"][-1]["parts"]
+    assert all(size > 0 for name, size in parts.items() if name != "other"), parts
+    assert data["status"]["growth_per_day_bytes"] > 0, data["status"]
+    assert data["round_log_bytes"].keys() == {"trending", "search", "docs"}
+    state = work / "home" / "data" / "state"
+    with sqlite3.connect(state / "archive" / "trending.sqlite") as conn:
+        fetches = conn.execute("SELECT count(*) FROM fetches").fetchone()[0]
+    assert fetches == 12 * 24  # every list, every hour
+    closed = list((work / "home" / "data" / "items" / "trending").glob("*.jsonl"))
+    assert len(closed) == 6 * 23  # each shard's hourly segment, the last one still open
+    assert "no growth per day from less than 2 days" in result.stdout

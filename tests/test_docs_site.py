@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO_ROOT
+
+REPO = REPO_ROOT
 DOCS = REPO / "docs"
 CAPTURED = re.compile(r"Output captured on \d{4}-\d{2}-\d{2}")
 
@@ -239,10 +241,10 @@ def test_every_path_and_module_the_pages_name_exists() -> None:
                     problems.append(f"{where}: no {path}")
                 elif tests and (problem := _test_problem(REPO / path, tests)):
                     problems.append(f"{where}: {path}: {problem}")
-            for match in NAMED_TEST.finditer(line):
-                path = REPO / "tests" / match.group(1)
-                problem = (f"no tests/{match.group(1)}" if not path.is_file()
-                           else _test_problem(path, match.group(2)))
+            for match in NAMED_TEST.finditer(line):  # a test file by its name, wherever it is
+                found = sorted((REPO / "tests").rglob(match.group(1)))
+                problem = (f"no tests/**/{match.group(1)}" if len(found) != 1
+                           else _test_problem(found[0], match.group(2)))
                 if problem:
                     problems.append(f"{where}: {match.group(1)}: {problem}")
             for match in NAMED_MODULE.finditer(line):

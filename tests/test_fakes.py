@@ -18,8 +18,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.fakes.data import API_EXAMPLES
-from tests.fakes.launcher import FakeServer, start_fake_docs, start_fake_github
+from tests.support.fakes.data import API_EXAMPLES
+from tests.support.fakes.launcher import FakeServer, start_fake_docs, start_fake_github
 
 EXAMPLE = API_EXAMPLES
 EXAMPLE_SEARCH = EXAMPLE / "search_repositories_example.json"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.support import REPO_ROOT
+from tests.support.collector import REPO_ROOT
 
 PACKAGES = ("scraper", "runner", "spiders", "pipelines")
 

@@ -81,8 +81,8 @@ DOCS_PAGES = {
     "report": "dataset.md", "view": "dataset.md", "reparse": "dataset.md",
     "history": "dataset.md",
 }
-"""The page that explains each subcommand (tests/test_cli_help.py holds every one to a page
-that exists and mentions it)."""
+"""The page that explains each subcommand (tests/runner/cli/test_cli_help.py holds every one to
+a page that exists and mentions it)."""
 
 
 def _list_in_help(sub: argparse._SubParsersAction) -> None:

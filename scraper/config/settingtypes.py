@@ -42,7 +42,7 @@ def defaults_in_source(source: Path) -> dict[str, Any]:
     """The values a settings module's top-level assignments give, each evaluated alone and
     without builtins: numbers, flags and dicts come out as the module defines them; what needs
     more (a call, a name it imports) is left out, and none of Scrapy's such is a flag, a number
-    or a dict (tests/test_config.py holds it to Scrapy's module)."""
+    or a dict (tests/e2e/test_config.py holds it to Scrapy's module)."""
     values: dict[str, Any] = {}
     for node in ast.parse(source.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:

@@ -26,7 +26,7 @@ from runner.supervision.autoscale import (
     Snapshotter,
     cpu_cores,
 )
-from tests.support import Collector
+from tests.support.collector import Collector
 
 # --- the pool's rules -----------------------------------------------------------------------------
 

@@ -39,25 +39,16 @@ from scraper.budget.limits import (
     pause_for,
     retry_after_seconds,
 )
-from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming, PauseResult
+from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, PauseResult
 from scraper.utils.layout import DataLayout
 from scraper.utils.outcome import NOTHING_FETCHED_EXIT
-from tests.fakes.launcher import FakeServer, fake_windows, start_fake_github
-from tests.support import REPO_ROOT, SCRAPY, Collector
+from tests.support.budget import SEARCH, TIMING, Clock, rate, send
+from tests.support.collector import REPO_ROOT, SCRAPY, Collector
+from tests.support.fakes.launcher import FakeServer, fake_windows, start_fake_github
 
 # --- the store, on a fake clock ---------------------------------------------------------------
 
 
-class Clock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-TIMING = BudgetTiming(reset_guard=0.5, min_interval=0.0, backoff_start=60.0, backoff_max=3600.0)
-SEARCH = BucketKey("anonymous", "search")
 WEB = BucketKey("github.com", "web")
 
 
@@ -68,22 +59,6 @@ def make_store(path: Path, clock: Clock, pid: int = 1,
     store.define(SEARCH, BucketSpec(10, 5.0))
     store.define(WEB, BucketSpec(None, 2.0))
     return store
-
-
-def rate(remaining: int, reset: float, limit: int = 10) -> RateHeaders:
-    return RateHeaders(limit=limit, remaining=remaining, reset=reset, resource="search")
-
-
-def send(store: BudgetStore, clock: Clock, key: BucketKey = SEARCH) -> tuple[Any, float]:
-    """Reserve, wait (on the fake clock) and claim until sent; returns (ticket, send time)."""
-    ticket = store.reserve(key)
-    for _ in range(1000):
-        clock.now = max(clock.now, ticket.slot_at)
-        claim = store.claim(ticket)
-        if claim.go:
-            return ticket, clock.now
-        assert not claim.probe
-    raise AssertionError("never sent")
 
 
 def test_paces_evenly_at_window_over_limit(tmp_path: Path) -> None:
@@ -500,7 +475,6 @@ def search_requests(fake: FakeServer) -> list[dict[str, Any]]:
     return sorted(requests, key=lambda r: r["t"])
 
 
-
 def stop(process: subprocess.Popen[str], timeout: float = 30) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -799,7 +773,6 @@ def test_bad_credentials_stop_the_worker_with_one_error(collector: Collector,
         if path.is_file():
             data = path.read_bytes()
             assert b"Bearer bad" not in data and not token.search(data), path
-
 
 
 def test_booking_past_the_reset_never_replaces_the_running_window(tmp_path: Path) -> None:

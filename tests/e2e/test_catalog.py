@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import struct
 import subprocess
-import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -34,9 +33,9 @@ from runner.catalog.viewer import metadata
 from runner.supervision.catalogschedule import NICENESS
 from scraper.config.collector import ConfigError, parse_config
 from scraper.trending.repositories import parse_trending
-from tests.fakes.launcher import start_fake_docs, start_fake_github
-from tests.incrawler import crawl_round
-from tests.support import RUNNER, Collector, next_second, wait_for
+from tests.support.collector import RUNNER, Collector, in_child, next_second, wait_for
+from tests.support.fakes.launcher import start_fake_docs, start_fake_github
+from tests.support.incrawler import crawl_round
 
 LANGUAGES, PERIODS = ["", "python"], ["daily"]
 GENERATIONS = (0, 0, 2, 2, 5)
@@ -62,7 +61,8 @@ def _fetch(url: str) -> str:
 
 
 def _crawl(collector: Collector, spider: str) -> None:
-    """A round of ``spider`` in this process (tests/incrawler.py): the catalog reads its items."""
+    """A round of ``spider`` in this process (tests/support/incrawler.py): the catalog reads its
+    items."""
     crawl_round(spider, collector.config_path)
 
 
@@ -129,13 +129,6 @@ print(json.dumps(list(size)))
 def needs(module: str) -> None:
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed")
-
-
-def in_child(code: str, *args: Any) -> Any:
-    result = subprocess.run([sys.executable, "-c", code, *map(str, args)],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def catalog(collector: Collector, *args: str) -> subprocess.CompletedProcess[str]:
@@ -483,7 +476,7 @@ def test_feeds_validate_as_atom_one_entry_per_repository_new_on_the_list(built: 
     needs("feedgen")
     conn = sqlite3.connect(built.collector.data_dir / "catalog.sqlite")
     feeds = built.collector.data_dir / "feeds"
-    # (the docs site's feed of changed pages is tests/test_docs_llms.py's)
+    # (the docs site's feed of changed pages is tests/e2e/test_docs_llms.py's)
     assert sorted(p.name for p in feeds.glob("trending-*")) == [
         "trending-daily-all.atom", "trending-daily-python.atom",
         "trending-developers-daily-all.atom"]
@@ -537,7 +530,8 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
     results = {query_name: conn.execute(query["sql"], {"full_name": name,
                                                        "login": "octocat"}).fetchall()
                for query_name, query in database["queries"].items()}
-    # A riser gained stars (the fixture's week may have none: tests/test_report_axes.py).
+    # A riser gained stars (the fixture's week may have none:
+    # tests/runner/catalog/test_report_axes.py).
     assert all(gained > 0 for _, gained, *_ in results["rising_this_week"])
     assert results["longest_on_trending"]
     assert results["when_was_it_trending"]

@@ -12,27 +12,25 @@ import contextlib
 import itertools
 import json
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
-from tests.support import Collector, wait_for
-from tests.test_distributed import (  # noqa: F401  (fixtures)
+from tests.support.cluster import (
     PAGES,
     SITES,
-    baseline,
     configure_docs,
     finish,
+    machines,
     page_counts,
-    redis_server,
-    redis_url,
     runner_in_process,
+    send_all,
     start_runners,
+    tree,
 )
+from tests.support.collector import Collector, wait_for
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -47,10 +45,6 @@ SEND_JITTER = DELAY / 2
 the time a request takes to be sent, milliseconds on loopback, more on a loaded machine."""
 
 
-def machines(tmp_path: Path, n: int) -> list[Collector]:
-    return [Collector(tmp_path / f"box-{k}") for k in range(n)]
-
-
 def politeness_seen(docs: Any, skip: tuple[float, float] = (0, 0)) -> tuple[int, float]:
     """The most requests the site had at once and the smallest gap between two arrivals (but
     those in ``skip``: a box stopped holding its turn sends when it is let go)."""
@@ -59,16 +53,6 @@ def politeness_seen(docs: Any, skip: tuple[float, float] = (0, 0)) -> tuple[int,
     gaps = [b - a for a, b in itertools.pairwise(times)
             if not (skip[0] <= a <= skip[1] or skip[0] <= b <= skip[1])]
     return stats["max_concurrency"], min(gaps)
-
-
-def tree(proc: subprocess.Popen[str]) -> list[psutil.Process]:
-    parent = psutil.Process(proc.pid)
-    return [parent, *parent.children(recursive=True)]
-
-
-def send_all(processes: list[psutil.Process], sig: int) -> None:
-    for process in processes:
-        process.send_signal(sig)
 
 
 def leased_paths(client: Any, runner_pid: int) -> set[str] | None:
@@ -96,7 +80,7 @@ def all_items(box: Collector) -> list[dict[str, Any]]:
 
 
 def test_a_killed_box_loses_no_page_and_politeness_holds(
-        tmp_path: Path, redis_server: Any, redis_url: str, baseline: dict[str, Any],  # noqa: F811
+        tmp_path: Path, redis_server: Any, redis_url: str, baseline: dict[str, Any],
         fake_docs_factory: Any) -> None:
     docs = fake_docs_factory(sites=SITES, pages=PAGES, latency_ms=LATENCY_MS)
     boxes = machines(tmp_path, 3)
@@ -143,7 +127,7 @@ def test_a_killed_box_loses_no_page_and_politeness_holds(
 
 
 def test_one_runner_gives_a_site_the_same_politeness(
-        tmp_path: Path, redis_url: str, fake_docs_factory: Any) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, fake_docs_factory: Any) -> None:
     # A third of the killed-box test's pages: the cap and the gap are met (or not) within the
     # first few turns, and a site of 10 pages keeps 2 workers asking for more than 2 turns.
     docs = fake_docs_factory(sites=SITES, pages=8, latency_ms=LATENCY_MS)
@@ -157,7 +141,7 @@ def test_one_runner_gives_a_site_the_same_politeness(
 
 
 def test_status_and_watchdog_show_every_box_and_a_silent_one_once(
-        tmp_path: Path, redis_server: Any, redis_url: str,  # noqa: F811
+        tmp_path: Path, redis_server: Any, redis_url: str,
         capsys: pytest.CaptureFixture[str]) -> None:
     from runner.core.runnerstate import SlotRecord
     from runner.status.clusterview import box_summary
@@ -214,7 +198,7 @@ def test_status_and_watchdog_show_every_box_and_a_silent_one_once(
     assert runner_in_process(box, capsys, "watchdog", "--cluster-only") == (0, "")
 
 
-def test_content_hashes_are_kept_compact_and_reset_by_time(redis_url: str) -> None:  # noqa: F811
+def test_content_hashes_are_kept_compact_and_reset_by_time(redis_url: str) -> None:
     from scraper.dedup.redishashes import RedisContentHashStore
     from scraper.redis.connection import RedisLink
     from scraper.redis.keys import Keys

@@ -17,17 +17,15 @@ from typing import Any
 
 import pytest
 
-from tests.support import Collector
-from tests.test_cluster import machines
-from tests.test_distributed import (  # noqa: F401  (fixtures)
+from tests.support.cluster import (
     configure_docs,
     finish,
     hold_site_until_all_joined,
-    redis_server,
-    redis_url,
+    machines,
     runner_in_process,
     start_runners,
 )
+from tests.support.collector import Collector
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -99,7 +97,7 @@ def claim(target: dict[str, Any], take_over: bool = False) -> Any:
 
 
 def test_shipped_segments_stay_bounded_until_drained_and_arrive_once(
-        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:
     client = redis_server.client()
     size = len(write_segments(box(tmp_path, "probe", redis_url)["layout"], 1, 0)[
         "docs-0of1-20260100T000000Z.jsonl"])
@@ -139,7 +137,7 @@ def test_shipped_segments_stay_bounded_until_drained_and_arrive_once(
 
 
 def test_a_kill_of_the_shipper_or_the_drain_at_any_step_loses_and_duplicates_nothing(
-        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        tmp_path: Path, redis_url: str, redis_server: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
     import runner.catalog.gather as gather
 
@@ -197,7 +195,7 @@ def test_a_kill_of_the_shipper_or_the_drain_at_any_step_loses_and_duplicates_not
 
 
 def test_a_take_over_brings_every_box_s_segments_to_the_new_dataset_box(
-        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:
     a, b, c = (box(tmp_path, name, redis_url) for name in "abc")
     own = {name: write_segments(target["layout"], 2, seed)
            for seed, (name, target) in enumerate((("a", a), ("b", b), ("c", c)))}
@@ -232,7 +230,7 @@ def lines_of(collector: Collector) -> collections.Counter[str]:
 
 @pytest.mark.timeout(300)
 def test_three_boxes_one_catalog_every_item_once(
-        tmp_path: Path, redis_server: Any, redis_url: str, fake_docs_factory: Any,  # noqa: F811
+        tmp_path: Path, redis_server: Any, redis_url: str, fake_docs_factory: Any,
         capsys: pytest.CaptureFixture[str]) -> None:
     docs = fake_docs_factory(sites=3, pages=12)
     boxes = machines(tmp_path, 3)
@@ -277,7 +275,7 @@ def test_three_boxes_one_catalog_every_item_once(
 
 
 def test_the_dataset_box_is_where_catalog_first_ran_by_hand(
-        tmp_path: Path, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     from runner.catalog.access import existing_catalog
     from runner.catalog.gather import gather
     from scraper.config.collector import CollectorConfig
@@ -325,7 +323,7 @@ def add_segment(layout: Any, stamp: str) -> str:
 
 
 def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
-        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:
     client = redis_server.client()
     a, b = box(tmp_path, "a", redis_url), box(tmp_path, "b", redis_url)
     segments = write_segments(b["layout"], 2, 4)
@@ -385,7 +383,7 @@ def test_what_redis_loses_before_the_dataset_box_confirms_it_is_shipped_again(
 
 
 def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(
-        tmp_path: Path, redis_url: str, redis_server: Any) -> None:  # noqa: F811
+        tmp_path: Path, redis_url: str, redis_server: Any) -> None:
     import shutil
 
     from runner.catalog.gather import gather
@@ -438,7 +436,7 @@ def test_a_box_id_is_drawn_once_kept_and_a_copied_one_is_refused_in_one_line(
 
 
 def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
-        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        tmp_path: Path, redis_url: str, redis_server: Any,
         caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
@@ -447,7 +445,7 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
     from scraper.config.collector import CollectorConfig
     from scraper.redis.keys import Keys
     from scraper.utils.layout import DataLayout
-    from tests.incrawler import PlainSpider, project_crawler
+    from tests.support.incrawler import PlainSpider, project_crawler
 
     client, keys = redis_server.client(), Keys()
 
@@ -507,7 +505,7 @@ def test_what_goes_wrong_around_the_dataset_is_one_line_never_a_traceback(
 
 
 def test_an_upload_reserves_its_room_so_boxes_uploading_together_stay_under_the_cap(
-        tmp_path: Path, redis_url: str, redis_server: Any,  # noqa: F811
+        tmp_path: Path, redis_url: str, redis_server: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
     import scraper.cluster.shipping as shipping
 

@@ -1,7 +1,7 @@
 """Complete search on the cluster: three runners (separate data dirs) on one real Redis page the
 fake GitHub's search universe past its 1000 cap, as one machine does.
 
-Three rounds, as tests/test_search_complete.py runs them on one machine: a first that plans
+Three rounds, as tests/e2e/test_search_complete.py runs them on one machine: a first that plans
 (the plan made in Redis, its slices paged by whichever worker takes them), a second after every
 repository's stars changed (the plan re-used, cut again where a slice grew), a third with nothing
 changed (every page a 304 from the cluster's ETags). The rules of the plan edit and of the lease
@@ -24,17 +24,15 @@ import yaml
 from scraper.slicing.memoryplans import MemorySlicePlanStorage
 from scraper.slicing.slices import RESULTS_CAP, Range, Slice, parse_query
 from scraper.stores.memory import MemoryOutage, space
-from tests.fakes.github import parse_search, search_results
-from tests.fakes.launcher import start_fake_github
-from tests.support import Collector
-from tests.test_distributed import (  # noqa: F401  (fixtures)
+from tests.support.cluster import (
     finish,
-    redis_server,
-    redis_url,
     runner_workers,
     start_runners,
 )
-from tests.test_search_complete import expected_ids, is_probe, search_requests
+from tests.support.collector import Collector
+from tests.support.fakes.github import parse_search, search_results
+from tests.support.fakes.launcher import start_fake_github
+from tests.support.search import expected_ids, is_probe, search_requests
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -56,7 +54,7 @@ def configure(box: Collector, fake: Any, url: str) -> None:
 
 @pytest.fixture(scope="module")
 def cluster_rounds(tmp_path_factory: pytest.TempPathFactory,
-                   redis_server: Any) -> Iterator[dict[str, Any]]:  # noqa: F811
+                   redis_server: Any) -> Iterator[dict[str, Any]]:
     home = tmp_path_factory.mktemp("cluster-search")
     client = redis_server.client()
     client.flushall()
@@ -215,7 +213,7 @@ def test_two_workers_cutting_one_plan_both_land() -> None:
     MemoryOutage.back("away")
 
 
-def test_a_chain_stays_in_its_worker_under_one_lease(redis_url: str) -> None:  # noqa: F811
+def test_a_chain_stays_in_its_worker_under_one_lease(redis_url: str) -> None:
     """A request handed on (a slice's next page) is kept out of the shared queue, handed out
     before it, and keeps the entry's lease; the lease is freed once a response's output goes
     on no more."""
@@ -230,7 +228,7 @@ def test_a_chain_stays_in_its_worker_under_one_lease(redis_url: str) -> None:  #
     from scraper.cluster.scheduler import RedisScheduler
     from scraper.redis.connection import get_link
     from scraper.redis.keys import Keys
-    from tests.test_distributed import crawler_for
+    from tests.support.cluster import crawler_for
 
     crawler = crawler_for(redis_url)
     scheduler = RedisScheduler.from_crawler(crawler)
@@ -283,9 +281,9 @@ def written(box: Collector) -> list[dict[str, Any]]:
     return rows
 
 
-def test_a_box_killed_mid_slice_loses_no_result(tmp_path: Any, redis_server: Any,  # noqa: F811
+def test_a_box_killed_mid_slice_loses_no_result(tmp_path: Any, redis_server: Any,
                                                 fake_github_factory: Any) -> None:
-    from tests.test_cluster import send_all, tree
+    from tests.support.cluster import send_all, tree
 
     redis_server.client().flushall()
     fake = fake_github_factory(search_limit=LIMIT, search_window=WINDOW)

@@ -22,8 +22,8 @@ from scraper.config.collector import (
     load_config,
     parse_config,
 )
-from tests.incrawler import refused_crawl
-from tests.support import REPO_ROOT, SCRAPY, Collector
+from tests.support.collector import REPO_ROOT, SCRAPY, Collector
+from tests.support.incrawler import refused_crawl
 
 EXAMPLE = REPO_ROOT / "collector.example.yaml"
 
@@ -268,7 +268,7 @@ def assert_one_line_usage_error(result: subprocess.CompletedProcess[str]) -> str
 def invalid_runs(tmp_path_factory: pytest.TempPathFactory
                  ) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
     """Every invalid config through ``scrapy crawl trending``'s own checks, in this process
-    (tests/incrawler.py); the YAML error through the real command."""
+    (tests/support/incrawler.py); the YAML error through the real command."""
     root = tmp_path_factory.mktemp("invalid-configs")
     paths = {}
     for case in [*INVALID, ("yaml-error", YAML_ERROR, None, None, None)]:

@@ -1,5 +1,5 @@
 """The ``docs`` spider against the fake docs host: its rules in real crawls in this process
-(tests/incrawler.py), the memory limit (a property of the worker process) through the real
+(tests/support/incrawler.py), the memory limit (a property of the worker process) through the real
 ``scrapy crawl docs``."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections import Counter
 import pytest
 
 from scraper.items import DocPageItem, content_hash
-from tests.fakes.docs import ORPHAN_SENTENCE, SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
-from tests.incrawler import crawl_round
-from tests.support import REPO_ROOT, Collector
+from tests.support.collector import REPO_ROOT, Collector
+from tests.support.fakes.docs import ORPHAN_SENTENCE, SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
+from tests.support.incrawler import crawl_round
 
 PAGE_PATH = re.compile(r"^/site(\d+)/page(\d+)\.html$")
 # Link texts that appear only in the <nav> of every fake page.

@@ -11,7 +11,7 @@ from runner.core import growth
 from runner.ops.watchdog import _judge_disk
 from scraper.config.collector import CollectorConfig, HealthConfig
 from scraper.utils.layout import DataLayout
-from tests.support import Collector
+from tests.support.collector import Collector
 
 SAMPLE = re.compile(r'^hubcollect_[a-z_]+(\{([a-z]+="[^"]*",?)*\})? -?[0-9.e+]+$')
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import REPO_ROOT, SCRAPY, Collector
-from tests.test_distributed import REDIS_SERVER, RedisServer
+from tests.support.cluster import REDIS_SERVER, RedisServer
+from tests.support.collector import REPO_ROOT, SCRAPY, Collector
 
 # Per test, not per module: the one-machine test below runs without a redis-server too.
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not found on PATH "

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.launcher import start_fake_docs
-from tests.generator_pages import PAGES, PAGES_DIR
-from tests.incrawler import crawl_log, crawl_round
-from tests.support import Collector, next_second
+from tests.support.collector import Collector, next_second
+from tests.support.fakes.launcher import start_fake_docs
+from tests.support.generator_pages import PAGES, PAGES_DIR
+from tests.support.incrawler import crawl_log, crawl_round
 
 REAL = [page for page in PAGES if page.code_blocks][:4]
 # A crafted page whose code cannot be a fenced block: a <pre> inside a heading.

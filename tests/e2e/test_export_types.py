@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from runner.catalog.schema import connect
-from tests.support import Collector
-from tests.test_catalog import in_child
+from tests.support.collector import Collector, in_child
 
 READ_TYPES = """
 import json, sys, pyarrow.parquet as pq

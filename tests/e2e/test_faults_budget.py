@@ -1,6 +1,6 @@
 """Rate-limit answers built to stop the budget forever stop it for at most BUDGET_MAX_WAIT.
 
-The real ``scrapy crawl search`` against tests/fakes/hostile.py's ``/api-wedge/``: a
+The real ``scrapy crawl search`` against tests/support/fakes/hostile.py's ``/api-wedge/``: a
 ``/rate_limit`` with ``reset: 1e300``, a ``retry-after`` of 3,000 years, a reset in the year
 3000, headers that are not numbers. Each is clamped or ignored with one WARNING, the answer is
 kept, and the next crawl (a restart on the same budget file) sends requests again.
@@ -17,8 +17,7 @@ import pytest
 
 from scraper.budget.limits import PRIMARY, RateHeaders
 from scraper.budget.store import BucketKey, BucketSpec, BudgetStore, BudgetTiming
-from tests.support import Collector
-from tests.test_faults_hostile import generous_budget
+from tests.support.collector import Collector, generous_budget
 
 QUERIES = ("retryforever", "reset3000", "badheaders")
 MAX_WAIT = 6.0

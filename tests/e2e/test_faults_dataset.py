@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Collector
+from tests.support.collector import Collector
 
 GOOD = {"spider": "search", "shard": "0/1", "collected_at": "2026-11-29T15:01:02Z",
         "content_hash": "ab" * 32, "full_name": "o/r", "stargazers_count": 3}
@@ -110,7 +110,7 @@ def test_a_damaged_catalog_is_moved_aside_and_rebuilt(tmp_path: Path, damage: st
 
 @pytest.mark.timeout(120)
 def test_a_full_disk_during_a_build_is_one_line(tmp_path: Path) -> None:
-    from tests.test_faults_disk import tmpfs
+    from tests.support.disk import tmpfs
 
     clone = Collector(tmp_path / "c")
     with tmpfs(tmp_path / "c" / "data", "size=3m") as data:

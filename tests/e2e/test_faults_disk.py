@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -14,35 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.incrawler import crawl, crawl_round
-from tests.support import Collector
-from tests.test_faults_hostile import generous_budget
+from tests.support.collector import Collector, generous_budget
+from tests.support.disk import tmpfs
+from tests.support.incrawler import crawl, crawl_round
 
 DISK_MB = 24
-
-
-def _can_mount() -> str | None:
-    if os.geteuid() != 0:
-        return "mounting a tmpfs needs root"
-    return None
-
-
-@contextlib.contextmanager
-def tmpfs(mount: Path, options: str) -> Iterator[Path]:
-    """A tmpfs mounted at ``mount`` (made if missing) for the block; skips the test without
-    root or mount support."""
-    reason = _can_mount()
-    if reason:
-        pytest.skip(reason)
-    mount.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """Hostile servers: every bad answer is a counted, logged error and the worker carries on.
 
-The real ``scrapy crawl`` (exactly what a runner worker runs) against tests/fakes/hostile.py: a
+The real ``scrapy crawl`` (exactly what a runner worker runs) against
+tests/support/fakes/hostile.py: a
 docs site whose index links to a 5xx storm, a connection reset, a response that never finishes,
 100 MB bodies, broken gzip, a gzip bomb, a redirect loop, an endless redirect chain and a
 redirect to another host, next to good pages; and a search API answering invalid JSON, HTML,
@@ -11,14 +12,19 @@ The user's knobs are set as a user would: the spider's ``settings:`` map in coll
 from __future__ import annotations
 
 import itertools
-import re
-import time
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.fakes.hostile import (
+from tests.support.collector import (
+    MEMORY_CEILING_MB,
+    Collector,
+    error_lines,
+    generous_budget,
+    mentions,
+    run_watched,
+)
+from tests.support.fakes.hostile import (
     API_QUERIES,
     GOOD_PAGES,
     HOSTILE_PAGES,
@@ -26,40 +32,11 @@ from tests.fakes.hostile import (
     NESTED_TEXT,
     TRENDING_FLOOD_ROWS,
 )
-from tests.support import Collector, peak_rss_mb
 
 MB = 1024 * 1024
 MAXSIZE = 2 * MB  # the docs spider's DOWNLOAD_MAXSIZE (spiders/docs.py)
 TIMEOUT_S = 3
 RETRIES = 2
-MEMORY_CEILING_MB = 200
-
-
-def error_lines(log: str) -> list[str]:
-    return [line for line in log.splitlines() if "] ERROR: " in line]
-
-
-def mentions(line: str, url: str) -> bool:
-    """``url`` appears in ``line`` as a whole URL (not as the prefix of a longer one)."""
-    return re.search(re.escape(url) + r"(?![\w./-])", line) is not None
-
-
-def run_watched(collector: Collector, spider: str, timeout: float) -> tuple[int, float, float]:
-    """Run ``scrapy crawl spider``; returns (exit status, seconds, peak RSS in MB)."""
-    started = time.time()
-    proc = collector.start_crawl(spider)
-    peak = 0.0
-    try:
-        while proc.poll() is None:
-            if time.time() - started > timeout:
-                proc.kill()
-                raise AssertionError(f"scrapy crawl {spider} still running after {timeout}s")
-            peak = max(peak, peak_rss_mb(proc.pid) or 0.0)
-            time.sleep(0.05)
-    finally:
-        _, err = proc.communicate()
-    assert "Traceback" not in err, err
-    return proc.returncode, time.time() - started, peak
 
 
 @pytest.mark.timeout(120)
@@ -67,7 +44,8 @@ def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hosti
     site = f"{fake_hostile.url()}/site/"
     collector.configure(docs_urls=[site + "index.html"], spiders={"docs": {"settings": {
         "DOWNLOAD_TIMEOUT": TIMEOUT_S, "RETRY_TIMES": RETRIES, "WORKER_STATE_INTERVAL": 1,
-        # scraper/settings.py's backoff, which tests/support.py shortens for the other tests
+        # scraper/settings.py's backoff, which tests/support/collector.py shortens for the other
+        # tests
         "RETRY_BACKOFF_BASE": 1.0}}})
     status, took, peak_mb = run_watched(collector, "docs", timeout=90)
     log = collector.log("docs")
@@ -223,15 +201,6 @@ def test_dense_pages_stay_under_the_memory_bound_and_deep_ones_are_collected(
           f"{stats['memusage/max'] / MB:.0f} MB")
     assert peak_mb < MEMORY_CEILING_MB, f"peak RSS {peak_mb:.0f} MB"
     assert stats["memusage/max"] < MEMORY_CEILING_MB * MB
-
-
-def generous_budget(collector: Collector, **github: Any) -> None:
-    """The GitHub budget's first guess as generous as the fake's limits: no pacing here."""
-    config = yaml.safe_load(collector.config_path.read_text())
-    config["github"] = {**config.get("github", {}), **github,
-                        "limits": {"search": {"limit": 100000, "window": 60},
-                                   "core": {"limit": 100000, "window": 3600}}}
-    collector.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 @pytest.mark.timeout(90)

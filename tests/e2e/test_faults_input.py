@@ -34,8 +34,8 @@ from scraper.config.collector import (
 )
 from scraper.utils.outcome import NOTHING_FETCHED_EXIT
 from scraper.utils.units import parse_duration, parse_size
-from tests.incrawler import validate_crawl
-from tests.support import REPO_ROOT, RUNNER, SCRAPY
+from tests.support.collector import REPO_ROOT, RUNNER, SCRAPY
+from tests.support.incrawler import validate_crawl
 
 LABEL = "collector.yaml"
 FUNCTION_FIXTURES = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

@@ -25,7 +25,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.support import RUNNER, Collector, wait_for
+from tests.support.collector import RUNNER, Collector, wait_for
 
 SEED = 20260504
 WORKERS = "6"

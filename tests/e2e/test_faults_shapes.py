@@ -1,6 +1,7 @@
 """Answers whose parsed form, not their bytes, is the danger: every spider stays under 200 MB.
 
-The real ``scrapy crawl`` against tests/fakes/hostile.py, each page under its spider's size cap:
+The real ``scrapy crawl`` against tests/support/fakes/hostile.py, each page under its spider's size
+cap:
 a trending page of 15 MB of ``<td>x`` and one of 180,000 rows; a search answer of 1,000,000
 ``{"id": n}`` results, one with more results than ``per_page``, results of the wrong types and
 JSON nested 4,000 deep; docs pages of 380,000 cells and of 2,000 columns. Each is refused or
@@ -14,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.hostile import GOOD_PAGES, SHAPE_PAGES
-from tests.support import Collector
-from tests.test_faults_hostile import (
+from tests.support.collector import (
     MEMORY_CEILING_MB,
+    Collector,
     error_lines,
     generous_budget,
     mentions,
     run_watched,
 )
+from tests.support.fakes.hostile import GOOD_PAGES, SHAPE_PAGES
 
 
 def crawl_watched(collector: Collector, spider: str) -> tuple[str, dict[str, Any], float]:

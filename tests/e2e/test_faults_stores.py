@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.launcher import FakeServer, start_fake_docs
-from tests.incrawler import crawl_log, crawl_round
-from tests.support import Collector
+from tests.support.collector import Collector
+from tests.support.fakes.launcher import FakeServer, start_fake_docs
+from tests.support.incrawler import crawl_log, crawl_round
+from tests.support.stores import rows
 
 SHARD = "0/1"
 PAGES = 12
@@ -75,14 +76,6 @@ def sql(path: Path, *statements: str) -> None:
     try:
         for statement in statements:
             conn.execute(statement)
-    finally:
-        conn.close()
-
-
-def rows(path: Path, table: str = "entries") -> int:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
     finally:
         conn.close()
 

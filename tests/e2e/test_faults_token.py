@@ -1,6 +1,6 @@
 """The GitHub token goes only on requests the GitHub spiders make, and only under ``api_url``.
 
-The real ``scrapy crawl`` against tests/fakes/hostile.py, which records every request that
+The real ``scrapy crawl`` against tests/support/fakes/hostile.py, which records every request that
 carries an ``Authorization`` header, with a token in the environment.
 """
 
@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import Collector
-from tests.test_faults_hostile import generous_budget, run_watched
+from tests.support.collector import Collector, generous_budget, run_watched
 
 TOKEN = "ghp_w23TokenThatMustStayHome0000000000"
 

@@ -25,7 +25,15 @@ from runner.supervision.autoscale import CpuSample, Snapshotter
 from scraper.utils.layout import DataLayout
 from scraper.utils.outcome import NOTHING_FETCHED_EXIT
 from scraper.utils.statefile import read_json
-from tests.support import FAST_SETTINGS, REPO_ROOT, RUNNER, SCRAPY, Collector, free_port, wait_for
+from tests.support.collector import (
+    FAST_SETTINGS,
+    REPO_ROOT,
+    RUNNER,
+    SCRAPY,
+    Collector,
+    free_port,
+    wait_for,
+)
 
 
 def test_a_rounds_log_has_no_startup_inventory_unless_asked(collector: Collector,

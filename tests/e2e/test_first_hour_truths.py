@@ -14,8 +14,8 @@ from scraper.budget.limits import identity_for_token, identity_label
 from scraper.budget.store import BucketKey, BucketSpec, BudgetStore
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import WorkerRecord, write_json_atomic
-from tests.support import Collector, free_port
-from tests.test_budget import TIMING, Clock, rate, send
+from tests.support.budget import TIMING, Clock, rate, send
+from tests.support.collector import Collector, free_port
 
 
 @pytest.mark.timeout(60)

@@ -30,8 +30,8 @@ from runner.core.runnerstate import (
 )
 from scraper.utils.outcome import NOTHING_FETCHED_EXIT
 from scraper.utils.statefile import WorkerRecord, write_worker
-from tests.support import RUNNER, Collector, wait_for
-from tests.test_ops import Ops, Webhook
+from tests.support.collector import RUNNER, Collector, wait_for
+from tests.support.ops import Ops, Webhook
 
 NO_RETRY = {"RETRY_TIMES": 0}
 

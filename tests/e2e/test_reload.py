@@ -14,10 +14,10 @@ import pytest
 
 from runner.core.resolved import config_record
 from scraper.config.collector import load_config, parse_config
-from tests.support import Collector, wait_for
+from tests.support.collector import Collector, wait_for
 
 COUNTER = textwrap.dedent("""\
-    # Counts scraper.config.collector.load_config calls per process, for tests/test_reload.py.
+    # Counts scraper.config.collector.load_config calls per process, for tests/e2e/test_reload.py.
     import os
 
     if os.environ.get("LOAD_CONFIG_COUNT"):

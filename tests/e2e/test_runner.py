@@ -16,13 +16,14 @@ import psutil
 import pytest
 
 from runner.supervision.plan import allocate
-from tests.incrawler import crawl_round
-from tests.support import Collector, wait_for
+from tests.support.collector import Collector, wait_for
+from tests.support.incrawler import crawl_round
+from tests.support.paths import REPO_ROOT
 
 SEARCH_QUERIES = ["few", "alpha stars:>10", "beta"]
 TRENDING = {"languages": ["", "python"], "periods": ["daily", "weekly"]}
 # Limits that never make the shared budget pace a search page: what is compared here is the
-# data, and the pacing has its own tests (tests/test_budget.py).
+# data, and the pacing has its own tests (tests/e2e/test_budget.py).
 GENEROUS_FAKE = {"search_limit": 100000, "core_limit": 100000}
 GENEROUS = {"search": {"limit": 100000, "window": 60}, "core": {"limit": 100000, "window": 3600}}
 
@@ -91,7 +92,7 @@ def test_once_with_six_workers_equals_unsharded_crawls(
         tmp_path: Path, fake_github: Any, fake_docs: Any) -> None:
     sharded = Collector(tmp_path / "sharded")
     # All six crawl at once: the pool's own rule (a busy machine holds rounds back) is
-    # tests/test_autoscale.py's.
+    # tests/e2e/test_autoscale.py's.
     configure_all(sharded, fake_github, fake_docs, autoscale={"min_concurrency": 6})
     result = sharded.runner("--workers", "6", "--once")
     assert result.returncode == 0, result.stderr
@@ -312,7 +313,7 @@ print(sorted(set(sys.modules) - before))
 def test_preload_leaves_a_worker_nothing_to_import_to_find_its_command() -> None:
     # scrapy.cmdline imports every command module to find `crawl`; each module a worker
     # imports after the fork is private memory in every worker, every round.
-    root = Path(__file__).resolve().parent.parent
+    root = REPO_ROOT
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "scraper.settings"}
     out = subprocess.run([sys.executable, "-c", PRELOAD_CHECK], cwd=root, env=env,
                          capture_output=True, text=True, timeout=120, check=True)
@@ -339,7 +340,7 @@ print(len(asked))
 def test_preload_answers_the_isinstance_checks_that_walk_every_mapping_class() -> None:
     # Unanswered, isinstance(<dict iterator>, Mapping) walks every Mapping subclass loaded
     # (over a hundred) and writes its answer into each: pages every worker would copy.
-    root = Path(__file__).resolve().parent.parent
+    root = REPO_ROOT
     out = subprocess.run([sys.executable, "-c", ABC_CHECK], cwd=root, capture_output=True,
                          text=True, timeout=120, check=True)
     assert out.stdout.strip() == "0", out.stdout
@@ -366,7 +367,7 @@ def test_preload_sizes_the_interned_string_table_for_the_parents_later_paths(mod
     # pathlib interns every path component; unsettled, the parent's later paths
     # rebuild CPython's interned-string table at twice its size: a step of about 1 MB hundreds
     # of rounds in. The unsettled run shows the check sees that step.
-    root = Path(__file__).resolve().parent.parent
+    root = REPO_ROOT
     out = subprocess.run([sys.executable, "-c", INTERN_CHECK, mode], cwd=root,
                          capture_output=True, text=True, timeout=120, check=True)
     grown = int(out.stdout.strip())

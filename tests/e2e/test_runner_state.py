@@ -21,7 +21,8 @@ import pytest
 
 from runner.core.runnerstate import StatusFile, read_status
 from scraper.utils.statefile import WorkerRecord, read_worker
-from tests.support import Collector, wait_for
+from tests.support.collector import Collector, wait_for
+from tests.support.paths import REPO_ROOT
 
 REDIS_SERVER = shutil.which("redis-server")
 PASSWORD = "s3cret-pw-4217"
@@ -156,7 +157,7 @@ def test_a_wall_clock_stepped_back_stalls_neither_rounds_nor_status(
     wrapper.write_text(CLOCK_WRAPPER)
     step_file = tmp_path / "step-back"
     env = collector.env(CLOCK_STEP_FILE=str(step_file))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT),
                                                        env.get("PYTHONPATH")]))
     status_file = collector.data_dir / "state" / "status.json"
     proc = subprocess.Popen([sys.executable, str(wrapper), "--workers", "3",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.support import REPO_ROOT, Collector, free_port, wait_for
+from tests.support.collector import REPO_ROOT, Collector, free_port, wait_for
 
 SCRAPYD_BIN = Path(sys.executable).with_name("scrapyd")
 DEPLOY_BIN = Path(sys.executable).with_name("scrapyd-deploy")

@@ -13,46 +13,19 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 import pytest
 import yaml
 
 from scraper.config.collector import ConfigError, parse_config
 from scraper.slicing.slices import RESULTS_CAP, parse_query
-from tests.fakes.github import parse_search, search_results
-from tests.fakes.launcher import FakeServer, start_fake_github
-from tests.incrawler import crawl_log, crawl_round
-from tests.support import Collector
-from tests.test_crawl_github import Scripted
+from tests.support.collector import Collector
+from tests.support.fakes.launcher import FakeServer, start_fake_github
+from tests.support.incrawler import crawl_log, crawl_round
+from tests.support.scripted import Scripted
+from tests.support.search import LIMIT, WINDOW, configure, expected_ids, is_probe, search_requests
 
-LIMIT, WINDOW = 30, 2.0
 QUERIES = ["longtail2600", "longtail3000 stars:<=50", "huge created:>=2018-01-01"]
-
-
-def configure(collector: Collector, fake: Any, queries: list[str], **search: Any) -> None:
-    collector.configure(github=fake, spiders={"search": {"queries": queries, "per_page": 100,
-                                                         **search}})
-    config = yaml.safe_load(collector.config_path.read_text())
-    config["github"]["limits"] = {"search": {"limit": LIMIT, "window": WINDOW}}
-    collector.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-
-
-def expected_ids(query: str, generation: int = 0) -> set[int]:
-    """Every repository the fake holds for ``query``: the complete result set."""
-    text, keep = parse_search(query)
-    return {r.id for r in search_results(text, generation, "stars", "desc") if keep(r)}
-
-
-def search_requests(fake: FakeServer) -> list[dict[str, Any]]:
-    rows = [r for r in fake.stats()["requests"] if r["path"] == "/search/repositories"]
-    for r in rows:
-        r["params"] = {k: v[0] for k, v in parse_qs(r["query"]).items()}
-    return rows
-
-
-def is_probe(request: dict[str, Any]) -> bool:
-    return request["params"].get("per_page") == "1"
 
 
 def crawl(collector: Collector) -> tuple[dict[str, Any], str]:

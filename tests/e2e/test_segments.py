@@ -25,6 +25,7 @@ from scraper import settings as project
 from scraper.config.collector import CollectorConfig
 from scraper.utils.layout import DataLayout
 from scraper.utils.sharding import Shard
+from tests.support.paths import REPO_ROOT
 
 
 class Recorder(scrapy.Spider):
@@ -206,7 +207,7 @@ def test_recovering_a_large_part_reads_only_its_tail(tmp_path: Path) -> None:
         handle.write(line[:-20])
     whole = part.stat().st_size - (len(line) - 20)
     result = subprocess.run([sys.executable, "-c", RECOVER, str(part)], capture_output=True,
-                            text=True, check=True, cwd=Path(__file__).resolve().parents[1])
+                            text=True, check=True, cwd=REPO_ROOT)
     kept, torn, peak_mb = map(int, result.stdout.split())
     assert (kept, torn) == (whole, len(line) - 20)
     assert part.stat().st_size == whole

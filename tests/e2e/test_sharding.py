@@ -3,7 +3,7 @@
 The docs test runs every shard as its own ``scrapy crawl`` process, all at the same time, in one
 collector home (one set of stores, shared by the shards at once), and the unsharded run in
 another home (its own data dir); the search and trending tests run the same rounds one after
-the other in this process (tests/incrawler.py): what they add is each spider's partition.
+the other in this process (tests/support/incrawler.py): what they add is each spider's partition.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from scraper.utils.sharding import UNSHARDED, Shard, ShardError
-from tests.fakes.launcher import FakeServer
-from tests.incrawler import crawl_round
-from tests.support import Collector, wait_for
+from tests.support.collector import Collector, wait_for
+from tests.support.fakes.launcher import FakeServer
+from tests.support.incrawler import crawl_round
 
 # --- unit ----------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """One dataset whatever the shard plan (issue 15), through the runner's real processes and
-rounds of the docs spider in this process (tests/incrawler.py), against the fake docs sites,
+rounds of the docs spider in this process (tests/support/incrawler.py), against the fake docs sites,
 whose per-URL counters prove what was fetched.
 
 * resharding (runner 6 workers → runner 4 workers → a hand-run shard 1/5) writes nothing new and
@@ -11,42 +11,21 @@ whose per-URL counters prove what was fetched.
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.incrawler import crawl_round
-from tests.support import Collector
-from tests.test_faults_stores import rows
-
-# The summary line counts one in the singular ("1 page", "1 duplicate dropped").
-SUMMARY = re.compile(r"^docs (\d+/\d+): (\d+) pages?, (\d+) new items?, (\d+) skipped as "
-                     r"collected, (\d+) duplicates? dropped \((.+)\)$", re.MULTILINE)
-PAGE = re.compile(r"^/site\d+/(page\d+\.html|index\.html|flaky\.html|moved\.html|)$")
-
-
-def counts(docs) -> Counter[str]:
-    return Counter(r["path"] for r in docs.stats()["requests"])
-
-
-def fetched_since(docs, before: Counter[str]) -> Counter[str]:
-    now = counts(docs)
-    return Counter({p: n - before[p] for p, n in now.items() if n > before[p] and PAGE.match(p)})
+from tests.support.collector import Collector, counts, fetched_since, summary
+from tests.support.incrawler import crawl_round
+from tests.support.stores import rows
 
 
 def merged(path: Path) -> list[Path]:
     """The old store's merged-aside copies (reading one leaves its -wal and -shm beside it)."""
     return [p for p in path.parent.glob(f"{path.name}.merged-*")
             if not p.name.endswith(("-wal", "-shm"))]
-
-
-def summary(stderr: str) -> tuple[str, ...]:
-    found = SUMMARY.findall(stderr)
-    assert len(found) == 1, stderr[-2000:]
-    return found[0]
 
 
 @pytest.mark.timeout(240)

@@ -1,6 +1,7 @@
 """State and files through real crawls: per spider-shard locks, item files and logs; per spider
 dedup stores, shared by its shards. What needs processes (two at once, a lock) runs
-``scrapy crawl``; a store's or a file's rule alone, a round in this process (tests/incrawler.py)."""
+``scrapy crawl``; a store's or a file's rule alone, a round in this process
+(tests/support/incrawler.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.incrawler import crawl_round
-from tests.support import Collector
+from tests.support.collector import Collector
+from tests.support.incrawler import crawl_round
 
 ITEM_FILE = re.compile(r"^docs-(\d+)of(\d+)-\d{8}T\d{6}Z(-\d+)?\.jsonl$")
 

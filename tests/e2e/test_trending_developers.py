@@ -40,12 +40,13 @@ from scraper.trending.pages import (
 from scraper.utils.bounds import element_count
 from scraper.utils.layout import DataLayout
 from spiders.trending import TrendingSpider, listing_of
-from tests.fakes.data import TRENDING_PAGES
-from tests.incrawler import project_crawler
-from tests.parsers import broken
-from tests.support import Collector
+from tests.support.collector import Collector
+from tests.support.fakes.data import TRENDING_PAGES
+from tests.support.incrawler import project_crawler
+from tests.support.parsers import broken
+from tests.support.paths import DATA
 
-PAGES = Path(__file__).resolve().parent / "data/trending_developers"
+PAGES = DATA / "trending_developers"
 REPO_PAGE = TRENDING_PAGES / "2026-04_python_daily.html"
 BASE = "https://github.com/trending/developers"
 
@@ -141,7 +142,7 @@ def test_the_spider_asks_developer_urls_and_builds_its_archive_by_setting(
         TRENDING_LANGUAGES=[""], TRENDING_PERIODS=["daily"],
         TRENDING_DEVELOPERS_ENABLED=True, TRENDING_DEVELOPER_LANGUAGES=["", "c++"],
         TRENDING_DEVELOPER_PERIODS=["weekly"],
-        TRENDING_ARCHIVE_STORAGE="tests.test_trending_developers.CountingArchive")
+        TRENDING_ARCHIVE_STORAGE="tests.e2e.test_trending_developers.CountingArchive")
     spider = crawler.spider
     try:
         assert isinstance(spider.archive, CountingArchive)
@@ -289,7 +290,7 @@ def test_reparse_cuts_an_archived_page_at_the_spiders_element_bound(tmp_path: Pa
     layout = DataLayout(tmp_path / "data")
     config = parse_config(
         f"data_dir: {layout.root}\nspiders:\n  trending:\n    settings:\n"
-        "      TRENDING_PARSER: tests.parsers.broken.parse_recording_size\n",
+        "      TRENDING_PARSER: tests.support.parsers.broken.parse_recording_size\n",
         "collector.yaml", tmp_path)
     settings = trending_settings(config)
     limit = settings.getint("TRENDING_MAX_ELEMENTS")
@@ -316,7 +317,7 @@ DEVELOPER_LISTS = {"languages": [""], "periods": ["daily"],
                    "developers": {"enabled": True, "languages": ["", "python"],
                                   "periods": ["daily"]}}
 BROKEN_DEVELOPERS = {
-    "TRENDING_DEVELOPERS_PARSER": "tests.parsers.broken.parse_developers_losing_fields"}
+    "TRENDING_DEVELOPERS_PARSER": "tests.support.parsers.broken.parse_developers_losing_fields"}
 
 
 @pytest.mark.timeout(300)

@@ -23,13 +23,12 @@ from scraper.trending.archive import (
 )
 from scraper.trending.drift import drift_reason
 from scraper.utils.statefile import WorkerRecord
-from tests.fakes.data import TRENDING_PAGES
-from tests.incrawler import crawl_log, crawl_round
-from tests.support import Collector
+from tests.support.collector import Collector
+from tests.support.fakes.data import TRENDING_PAGES
+from tests.support.incrawler import crawl_log, crawl_round
 
-FIXTURES = Path(__file__).resolve().parent / "fakes"
 LISTS = {"languages": ["", "python"], "periods": ["daily"], "spoken_languages": ["", "zh"]}
-BROKEN = {"TRENDING_PARSER": "tests.parsers.broken.parse_losing_fields"}
+BROKEN = {"TRENDING_PARSER": "tests.support.parsers.broken.parse_losing_fields"}
 GENERATIONS = (0, 1, 2, 3)
 
 

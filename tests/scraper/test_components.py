@@ -3,8 +3,8 @@ settings and every ``*_STORAGE`` pointing at the in-memory stores (scraper/store
 
 A "round" is a new crawler (a new worker) over the same memory space. No reactor runs, so the
 engine is not running: for the components that is a closing crawl, in which a wait for a store
-that is away gives up at once (the wait itself: tests/test_store_contract.py, and end to end
-tests/test_distributed.py).
+that is away gives up at once (the wait itself: tests/scraper/test_store_contract.py, and end to end
+tests/e2e/test_distributed.py).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from pipelines.itemstore import JsonLinesItemStore
 from scraper.budget.conditional import ConditionalRequestMiddleware
 from scraper.budget.middleware import LIMITED_META, TICKET_META, BudgetMiddleware
-from scraper.config.collector import RateLimit
 from scraper.dedup.contenthash import ContentHashPipeline
 from scraper.dedup.deltafetch import ShardedDeltaFetch
 from scraper.exceptions import DuplicateItem
 from scraper.items import DocPageItem, TrendingPageItem, TrendingRepoItem
 from scraper.stores.memory import MemoryOutage
-from tests.incrawler import MEMORY, project_crawler
+from tests.support.incrawler import MEMORY, project_crawler
+from tests.support.search import API, GITHUB
 
 
 class Round:
@@ -199,7 +199,7 @@ def test_contenthash_drops_content_in_flight_or_written_and_frees_what_failed(
 def test_contenthash_confirms_an_item_as_the_item_store_writes_it(space: str) -> None:
     """Not at ``item_scraped``, which comes on a later turn of the event loop, other items
     written by then: a kill in that gap left each of them unconfirmed, a duplicate line apiece
-    (tests/test_faults_kills.py counted more duplicates than kills on a busy machine)."""
+    (tests/e2e/test_faults_kills.py counted more duplicates than kills on a busy machine)."""
     first = HashRound(space)
     store = JsonLinesItemStore.from_crawler(first.crawler)
     store.open_spider()
@@ -252,9 +252,6 @@ def test_contenthash_with_its_store_away_at_close_leaves_the_page_unwritten(spac
 
 # --- conditional requests (ETags) -----------------------------------------------------------------
 
-API = "http://127.0.0.1:9"
-GITHUB = {"GITHUB_API_URL": API, "GITHUB_WEB_URL": "http://127.0.0.1:8",
-          "GITHUB_RATE_LIMITS": {"search": RateLimit(30, 60.0), "core": RateLimit(60, 3600.0)}}
 NEXT = f'<{API}/search/repositories?q=x&page=2>; rel="next"'
 
 

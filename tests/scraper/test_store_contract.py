@@ -21,13 +21,8 @@ from scraper.budget.store import BucketKey, BucketSpec
 from scraper.slicing.slices import Range, Slice
 from scraper.stores.base import StoreUnavailable, build_store
 from scraper.stores.memory import MemoryOutage
-from tests.incrawler import MEMORY, project_crawler
-from tests.test_distributed import (  # the module's one redis-server
-    REDIS_SERVER,
-    RedisServer,
-    free_port,
-    redis_server,  # noqa: F401
-)
+from tests.support.cluster import REDIS_SERVER, RedisServer, free_port
+from tests.support.incrawler import MEMORY, project_crawler
 
 REDIS = {
     "DELTAFETCH_STORAGE": "scraper.dedup.redisurls.RedisDeltaFetchStore",
@@ -169,7 +164,7 @@ def test_slice_plans_race_to_one_winner(backend: Backend) -> None:
 # --- budget ---------------------------------------------------------------------------------------
 
 
-# The memory budget is one process's own, not shared (its rules: tests/test_budget.py).
+# The memory budget is one process's own, not shared (its rules: tests/e2e/test_budget.py).
 @pytest.mark.parametrize("backend", ["sqlite", "redis"], indirect=True)
 def test_budget_books_and_shares_what_it_learns(backend: Backend) -> None:
     key = BucketKey("anon", "search")

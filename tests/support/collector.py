@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,8 @@ import yaml
 
 from scraper.utils.layout import DataLayout
 from scraper.utils.sharding import Shard
+from tests.support.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 SCRAPY = [sys.executable, "-m", "scrapy"]
 RUNNER = [sys.executable, "-m", "runner"]
 
@@ -26,9 +28,9 @@ FAST_SETTINGS = {
     "DOWNLOAD_DELAY": 0,
     "RETRY_TIMES": 2,
     # Retries still happen (the fakes' flaky pages, refused connections), without the 1 s, 2 s
-    # backoff of scraper/settings.py; tests/test_faults_hostile.py proves that backoff.
+    # backoff of scraper/settings.py; tests/e2e/test_faults_hostile.py proves that backoff.
     "RETRY_BACKOFF_BASE": 0.05,
-    # A closed file per round, which most tests read right after it; tests/test_segments.py and
+    # A closed file per round, which most tests read right after it; tests/e2e/test_segments.py and
     # the kill test run the default, hourly-style segments.
     "ITEMSTORE_SEGMENT_SECONDS": 0,
 }
@@ -217,3 +219,73 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def run_watched(collector: Collector, spider: str, timeout: float) -> tuple[int, float, float]:
+    """Run ``scrapy crawl spider``; returns (exit status, seconds, peak RSS in MB)."""
+    started = time.time()
+    proc = collector.start_crawl(spider)
+    peak = 0.0
+    try:
+        while proc.poll() is None:
+            if time.time() - started > timeout:
+                proc.kill()
+                raise AssertionError(f"scrapy crawl {spider} still running after {timeout}s")
+            peak = max(peak, peak_rss_mb(proc.pid) or 0.0)
+            time.sleep(0.05)
+    finally:
+        _, err = proc.communicate()
+    assert "Traceback" not in err, err
+    return proc.returncode, time.time() - started, peak
+
+
+def generous_budget(collector: Collector, **github: Any) -> None:
+    """The GitHub budget's first guess as generous as the fake's limits: no pacing here."""
+    config = yaml.safe_load(collector.config_path.read_text())
+    config["github"] = {**config.get("github", {}), **github,
+                        "limits": {"search": {"limit": 100000, "window": 60},
+                                   "core": {"limit": 100000, "window": 3600}}}
+    collector.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def in_child(code: str, *args: Any) -> Any:
+    result = subprocess.run([sys.executable, "-c", code, *map(str, args)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+# The summary line counts one in the singular ("1 page", "1 duplicate dropped").
+SUMMARY = re.compile(r"^docs (\d+/\d+): (\d+) pages?, (\d+) new items?, (\d+) skipped as "
+                     r"collected, (\d+) duplicates? dropped \((.+)\)$", re.MULTILINE)
+
+
+PAGE = re.compile(r"^/site\d+/(page\d+\.html|index\.html|flaky\.html|moved\.html|)$")
+
+
+def counts(docs) -> Counter[str]:
+    return Counter(r["path"] for r in docs.stats()["requests"])
+
+
+def fetched_since(docs, before: Counter[str]) -> Counter[str]:
+    now = counts(docs)
+    return Counter({p: n - before[p] for p, n in now.items() if n > before[p] and PAGE.match(p)})
+
+
+def summary(stderr: str) -> tuple[str, ...]:
+    found = SUMMARY.findall(stderr)
+    assert len(found) == 1, stderr[-2000:]
+    return found[0]
+
+
+MEMORY_CEILING_MB = 200
+"""The most a spider may take (RSS) on the hostile pages of tests/support/fakes/hostile.py."""
+
+
+def error_lines(log: str) -> list[str]:
+    return [line for line in log.splitlines() if "] ERROR: " in line]
+
+
+def mentions(line: str, url: str) -> bool:
+    """``url`` appears in ``line`` as a whole URL (not as the prefix of a longer one)."""
+    return re.search(re.escape(url) + r"(?![\w./-])", line) is not None

@@ -1,5 +1,5 @@
 """The real docs pages in tests/data/docs, what each one holds, and how to read back
-from Markdown what a converter kept: used by tests/test_docs_markdown.py and
+from Markdown what a converter kept: used by tests/scraper/docpages/test_docs_markdown.py and
 benchmarks/markdown.py alike.
 
 Expectations come from the fixture HTML read independently of any converter (every ``<pre>``'s
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from tests.fakes.data import DOCS_PAGES
+from tests.support.fakes.data import DOCS_PAGES
 
 FIXTURES = DOCS_PAGES
 

@@ -6,11 +6,11 @@ robots.txt, a flaky page, a PDF and a PNG not to follow) and every real page of
 host's address replaced, so a recording holds no page text and does not depend on the port;
 the paths the host was asked for record the links followed.
 
-    python -m tests.docs_reference OUT.json    # record the items of the code in this tree
+    python -m tests.support.docs_reference OUT.json    # record the items of the code in this tree
 
 ``tests/data/docs_items_reference.json`` is the recording of the code before the per-page cost
-work (issue 17); ``tests/test_docs_items.py`` compares the current code with it. A deliberate
-change to what a docs item holds records a new one.
+work (issue 17); ``tests/scraper/docpages/test_docs_items.py`` compares the current code with
+it. A deliberate change to what a docs item holds records a new one.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.docs_fixtures import PAGES as FIXTURE_PAGES
-from tests.support import Collector
+from tests.support.collector import Collector
+from tests.support.docs_fixtures import PAGES as FIXTURE_PAGES
+from tests.support.paths import DATA
 
-REFERENCE = Path(__file__).resolve().parent / "data" / "docs_items_reference.json"
+REFERENCE = DATA / "docs_items_reference.json"
 SITES = 3
 PAGES = 40
 HOST = "http://docs.test"
@@ -81,10 +82,10 @@ def differences(reference: dict[str, Any], current: dict[str, Any]) -> list[str]
 
 
 def main(argv: list[str]) -> int:
-    from tests.fakes.launcher import start_fake_docs
+    from tests.support.fakes.launcher import start_fake_docs
 
     if len(argv) != 1:
-        print("usage: python -m tests.docs_reference OUT.json", file=sys.stderr)
+        print("usage: python -m tests.support.docs_reference OUT.json", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="docs-reference-") as tmp:
         docs = start_fake_docs(Path(tmp) / "fake-docs", sites=SITES, pages=PAGES)

@@ -1,7 +1,7 @@
 """Real pages of documentation generators beyond the five in tests/data/docs, kept in
 tests/data/generators (tests/data/generators/README.md names each page's repository, branch,
 path and commit), and the code a reader sees in each code block, read from the HTML on its own:
-used by tests/test_docs_generators.py and benchmarks/markdown.py.
+used by tests/scraper/docpages/test_docs_generators.py and benchmarks/markdown.py.
 
 The reading of code here is a browser's, written independently of the converter: the text of a
 ``<pre>`` (or a Doxygen ``div.fragment``) as it lays it out, without what is drawn beside or
@@ -12,11 +12,12 @@ callouts, copy buttons, toggle labels).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import lxml.html
 
-PAGES_DIR = Path(__file__).resolve().parent / "data" / "generators"
+from tests.support.paths import DATA
+
+PAGES_DIR = DATA / "generators"
 
 # What is drawn in or beside a code block but is not its code.
 _NOT_CODE = {"linenos", "lineno", "linenodiv", "gutter", "lnt", "ln", "conum", "hideme"}

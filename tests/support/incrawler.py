@@ -60,18 +60,19 @@ def project_crawler(spidercls: type[Spider] = PlainSpider, **settings: Any) -> C
 
 
 # --- real crawls in this process ------------------------------------------------------------------
-# A component's rule against a fake server (tests/fakes/) needs a real crawl, not a real process:
+# A component's rule against a fake server (tests/support/fakes/) needs a real crawl, not a real
+# process:
 # Scrapy's own crawler, run on one asyncio reactor that a daemon thread keeps running for the
 # whole session (a reactor cannot be restarted). What only a process shows (exit statuses, the
 # summary line on stderr, the worker's log file, signals) stays with ``scrapy crawl`` in
-# tests/support.py.
+# tests/support/collector.py.
 
 _reactor: Any = None
 _reactor_lock = threading.Lock()
 
 IN_PROCESS = {
     # The process is pytest's, whose resident set says nothing about one crawl: the memory
-    # limit's own tests run ``scrapy crawl`` (tests/test_crawl_docs.py).
+    # limit's own tests run ``scrapy crawl`` (tests/e2e/test_crawl_docs.py).
     "MEMUSAGE_ENABLED": False,
     "GC_GEN0_THRESHOLD": 0,
     "TELNETCONSOLE_ENABLED": False,
@@ -114,7 +115,8 @@ def session_reactor() -> Any:
 def collector_settings(config_path: Path | str, **overrides: Any) -> Settings:
     """What ``scrapy crawl`` builds from scraper/settings.py and ``collector.yaml`` (the
     add-on's settings at project priority), with ``overrides`` as ``-s KEY=VALUE`` would set
-    them. The environment's GitHub token is not read, as tests/support.py's commands drop it."""
+    them. The environment's GitHub token is not read, as tests/support/collector.py's commands drop
+    it."""
     settings = Settings()
     settings.setmodule(project_settings, priority="project")
     config = load_config(config_path, environ={})

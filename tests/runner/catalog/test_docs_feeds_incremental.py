@@ -15,6 +15,7 @@ from runner.catalog import docsfeeds
 from runner.catalog.build import build_catalog
 from scraper.config.collector import CollectorConfig, parse_config
 from scraper.utils.layout import DataLayout
+from tests.support.paths import REPO_ROOT
 
 SITE_A = "https://docs.a.example/"
 SITE_B = "https://docs.b.example/en/"
@@ -148,5 +149,5 @@ def test_the_catalog_build_imports_no_scrapy() -> None:
             "print(sorted(m for m in ('scrapy', 'twisted', 'parsel', 'difflib') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parents[1]).stdout
+                         check=True, cwd=REPO_ROOT).stdout
     assert out.strip() == "[]"

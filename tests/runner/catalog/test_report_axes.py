@@ -13,8 +13,8 @@ import pytest
 from runner.catalog import queries
 from runner.catalog.schema import connect
 from runner.catalog.timeaxis import MIN_SPAN, time_limits
-from tests.reportdata import write_catalog
-from tests.test_catalog import in_child
+from tests.support.collector import in_child
+from tests.support.reportdata import write_catalog
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from runner.cli.main import COMMANDS, DOCS_PAGES, build_parser
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 
 def subcommand_help(name: str) -> str:

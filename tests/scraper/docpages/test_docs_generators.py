@@ -1,5 +1,6 @@
 """Docs pages of generators beyond Sphinx, MkDocs Material, Docusaurus and VitePress: real pages
-as their sites served them (tests/generator_pages.py), each code block byte-exact, headings as
+as their sites served them (tests/support/generator_pages.py), each code block byte-exact, headings
+as
 written, the content without the site around it."""
 
 from __future__ import annotations
@@ -11,8 +12,15 @@ import pytest
 from parsel import Selector
 
 from scraper.docpages.extract import extract_page, is_cookie_banner
-from tests.docs_fixtures import fenced_blocks
-from tests.generator_pages import PAGES, TABBED, GeneratorPage, code_texts, page_html, tab_panels
+from tests.support.docs_fixtures import fenced_blocks
+from tests.support.generator_pages import (
+    PAGES,
+    TABBED,
+    GeneratorPage,
+    code_texts,
+    page_html,
+    tab_panels,
+)
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
 _UNSELECTABLE = "white-space:pre;-webkit-user-select:none;user-select:none;margin-right:0.4em"
@@ -187,8 +195,8 @@ def test_version_from_the_url(url: str, version: str | None) -> None:
 
 
 def test_version_from_the_generators_switcher() -> None:
-    from tests.docs_fixtures import PAGES as FIVE
-    from tests.docs_fixtures import fixture_html
+    from tests.support.docs_fixtures import PAGES as FIVE
+    from tests.support.docs_fixtures import fixture_html
 
     docusaurus = next(page for page in FIVE if "docusaurus" in page.name)
     doc = extract_page(Selector(text=fixture_html(docusaurus)), PAGE_URL)

@@ -1,4 +1,5 @@
-"""Docs items stay field-for-field those of the reference code (tests/docs_reference.py): the
+"""Docs items stay field-for-field those of the reference code (tests/support/docs_reference.py):
+the
 per-page cost work (issue 17) may change how a page is processed, never what is collected."""
 
 from __future__ import annotations
@@ -7,8 +8,8 @@ import json
 
 import pytest
 
-from tests.docs_reference import PAGES, REFERENCE, SITES, differences, record
-from tests.support import Collector
+from tests.support.collector import Collector
+from tests.support.docs_reference import PAGES, REFERENCE, SITES, differences, record
 
 
 @pytest.mark.timeout(150)

@@ -1,5 +1,5 @@
 """Docs pages as Markdown: the real pages in tests/data/docs, as their sites served them
-(tests/docs_fixtures.py says what each holds), and pages built to break a converter."""
+(tests/support/docs_fixtures.py says what each holds), and pages built to break a converter."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from benchmarks.markdown import CONTENDERS
 from scraper.docpages.extract import extract_page
 from scraper.docpages.markdown import MAX_NESTING
 from scraper.items import DocPageItem, content_hash
-from tests.docs_fixtures import (
+from tests.support.collector import REPO_ROOT, Collector
+from tests.support.docs_fixtures import (
     PAGES,
     Fixture,
     fenced_blocks,
@@ -26,9 +27,8 @@ from tests.docs_fixtures import (
     pipe_tables,
     pre_texts,
 )
-from tests.fakes.docs import FIXTURE_LAST_MODIFIED
-from tests.incrawler import crawl_round
-from tests.support import REPO_ROOT, Collector
+from tests.support.fakes.docs import FIXTURE_LAST_MODIFIED
+from tests.support.incrawler import crawl_round
 
 PAGE_URL = "https://docs.example.org/guide/page.html"
 IDS = [page.name for page in PAGES]

@@ -1,6 +1,6 @@
 """Sitemap seeding's rules, in-process: the docs spider (Scrapy's ``get_crawler``, the project's
 settings) reading robots.txt, sitemap indexes and sitemaps handed to it as responses. The real
-``scrapy crawl docs`` against the fake host is tests/test_crawl_docs.py's
+``scrapy crawl docs`` against the fake host is tests/e2e/test_crawl_docs.py's
 ``test_sitemaps_seed_the_crawl_with_pages_no_link_reaches``."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 from scraper.config.collector import ConfigError, parse_config
 from scraper.spidermiddlewares.sitecap import SitePageCap
 from spiders.docs import MAX_SITEMAPS_PER_ROUND, SITEMAP_SITES, DocsSpider
-from tests.incrawler import MEMORY, project_crawler
+from tests.support.incrawler import MEMORY, project_crawler
 
 HOST = "https://docs.example.org"
 SITE = f"{HOST}/guide/"

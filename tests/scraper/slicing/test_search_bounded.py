@@ -26,11 +26,10 @@ from runner.status.render import progress_note
 from scraper.slicing.searchround import request_bound
 from scraper.slicing.slices import parse_query
 from spiders.search import SearchSpider
-from tests.fakes.launcher import FakeServer
-from tests.incrawler import MEMORY, project_crawler
-from tests.support import Collector
-from tests.test_components import API, GITHUB
-from tests.test_search_complete import configure, is_probe, search_requests
+from tests.support.collector import Collector
+from tests.support.fakes.launcher import FakeServer
+from tests.support.incrawler import MEMORY, project_crawler
+from tests.support.search import API, GITHUB, configure, is_probe, search_requests
 
 MAX_REQUESTS = 3000
 """A model round still going after this many requests would never have ended."""

@@ -1,11 +1,9 @@
-"""Where the suite's recorded pages live: ``tests/data/``, inside the repository, so a clone
-runs its suite with nothing beside it (``tests/data/README.md`` names each file's source)."""
+"""The recorded pages the fakes serve, by kind (under ``tests/data/``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests.support.paths import DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 TRENDING_PAGES = DATA / "github" / "trending"
 API_EXAMPLES = DATA / "github" / "api"
 DOCS_PAGES = DATA / "docs"

@@ -1,6 +1,6 @@
 """Fake documentation host: several small doc sites under path prefixes of one origin.
 
-    python -m tests.fakes.docs --host 127.0.0.2 --port-file PATH
+    python -m tests.support.fakes.docs --host 127.0.0.2 --port-file PATH
         [--sites 3] [--pages 40] [--page-kb 6] [--latency-ms 0 --jitter 0.0]
         [--fixtures DIR] [--redirect] [--sitemap]
 

@@ -1,6 +1,6 @@
 """pytest fixtures for the fake servers; import them into a conftest.py.
 
-    from tests.fakes.fixtures import fake_docs, fake_github  # noqa: F401
+    from tests.support.fakes.fixtures import fake_docs, fake_github  # noqa: F401
 
 Options can be passed by indirect parametrization::
 
@@ -72,5 +72,6 @@ def fake_docs_factory(tmp_path: Path) -> Iterator[Callable[..., FakeServer]]:
 
 @pytest.fixture
 def fake_hostile(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeServer]:
-    """The hostile server (tests/fakes/hostile.py): 5xx storms, resets, hangs, huge bodies…"""
+    """The hostile server (tests/support/fakes/hostile.py): 5xx storms, resets, hangs, huge
+    bodies…"""
     yield from _serve(start_fake_hostile, tmp_path / "fake-hostile", request)

@@ -1,6 +1,6 @@
 """Fake github.com (trending pages) and api.github.com (repository search) in one process.
 
-    python -m tests.fakes.github --web-host 127.0.0.1 --api-host 127.0.0.1 --port-file PATH
+    python -m tests.support.fakes.github --web-host 127.0.0.1 --api-host 127.0.0.1 --port-file PATH
         [--search-limit 30 --search-window 60 --core-limit 60 --core-window 3600]
         [--rate-status 403] [--latency-ms 0 --jitter 0.0] [--trending-fixtures DIR]
         [--developer-fixtures DIR]
@@ -31,6 +31,8 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from tests.support.paths import DATA
+
 from .common import ControlError, FakeProcess, Payload, add_common_args, run, serve
 from .data import TRENDING_PAGES
 
@@ -48,7 +50,7 @@ SECONDARY_MESSAGE = (
 SEARCH_CAP = 1000  # GitHub never serves search results past the first 1000
 RESOURCES = ("core", "search")
 TRENDING_SINCE = ("daily", "weekly", "monthly")
-DEFAULT_DEVELOPERS = Path(__file__).resolve().parents[1] / "data/trending_developers"
+DEFAULT_DEVELOPERS = DATA / "trending_developers"
 """Real /trending/developers pages (tests/data/trending_developers/README.md)."""
 # A rejected request this long after the identity's first secondary rejection means the client
 # ignored retry-after; anything sooner may simply have been in flight already.

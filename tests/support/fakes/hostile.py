@@ -1,6 +1,7 @@
 """A hostile HTTP server: everything a crawler meets on a bad day, on raw asyncio sockets.
 
-    python -m tests.fakes.hostile --port-file PATH [--host 127.0.0.5] [--other-host 127.0.0.6]
+    python -m tests.support.fakes.hostile --port-file PATH [--host 127.0.0.5] [--other-host
+    127.0.0.6]
         [--huge-mb 100]
 
 aiohttp cannot misbehave enough (reset mid-headers, never finish a body, lie about its gzip),

@@ -3,7 +3,7 @@
 Each server is a process of its own, forked from one server-less process per test process that
 has imported the fakes and aiohttp once (multiprocessing's forkserver): a start costs a fork,
 not an interpreter and its imports, which a suite starting a hundred servers paid again each
-time. ``python -m tests.fakes.github …`` runs the same server by hand.
+time. ``python -m tests.support.fakes.github …`` runs the same server by hand.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 STARTUP_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
 
@@ -33,16 +33,16 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 FAKE_MODULES = ("github", "docs", "hostile")
 _FORKSERVER = multiprocessing.get_context("forkserver")
-_FORKSERVER.set_forkserver_preload([f"tests.fakes.{module}" for module in FAKE_MODULES])
+_FORKSERVER.set_forkserver_preload([f"tests.support.fakes.{module}" for module in FAKE_MODULES])
 
 
 def _serve(module: str, argv: list[str], log: str) -> None:
-    """The forked child: ``python -m tests.fakes.MODULE ARGV`` with stderr to ``log``."""
+    """The forked child: ``python -m tests.support.fakes.MODULE ARGV`` with stderr to ``log``."""
     with open(log, "ab", buffering=0) as stderr, open(os.devnull, "wb") as null:
         os.dup2(stderr.fileno(), 2)
         os.dup2(null.fileno(), 1)
     os.chdir(REPO_ROOT)
-    fake = importlib.import_module(f"tests.fakes.{module}")
+    fake = importlib.import_module(f"tests.support.fakes.{module}")
     sys.argv = [fake.__file__ or module, *argv]
     fake.main(argv)
 
