@@ -181,6 +181,12 @@ class Frame:
     fragment: bool = False  # code outside <pre>: whitespace between its line divs is not code
     label: str = ""  # tab panel: its tab's label
 
+    @property
+    def node(self) -> etree._Element:
+        """The element this frame collects for: every frame has one but the root's."""
+        assert self.element is not None
+        return self.element
+
     def flush(self) -> None:
         if not self.inline:
             return
@@ -438,7 +444,7 @@ class Walker:
 
     def end_pre(self, frame: Frame, parent: Frame) -> None:
         code = "".join(frame.inline)
-        if frame.element.tag == "pre" and (frame.element.text or "").startswith("\n"):
+        if frame.node.tag == "pre" and (frame.node.text or "").startswith("\n"):
             code = code[1:]  # HTML drops a newline right after <pre>; one inside <code> stays
         if frame.numbers and not code.strip():
             return  # the line-number column of a code table
@@ -447,7 +453,7 @@ class Walker:
         # (less line numbers, callouts, buttons), whitespace aside; a block that lost text
         # counts as not exact, whatever its Markdown holds.
         in_tree = tree_code(frame.element) if frame.omitted else \
-            "".join("".join(frame.element.itertext()).split())
+            "".join("".join(frame.node.itertext()).split())
         self.code_blocks.append(code if "".join(code.split()) == in_tree else "\x00")
         parent.blocks.append(fence(code, code_language(frame.element)))
 
@@ -455,7 +461,7 @@ class Walker:
         self.in_heading = False
         text = collapse(frame.inline).replace(_HARD_BREAK, " ")
         if text:
-            level = HEADINGS[frame.element.tag.lower()]
+            level = HEADINGS[frame.node.tag.lower()]
             parent.blocks.append(f"{'#' * level} {text}")
             if level <= LISTED_HEADING_LEVEL:
                 self.headings.append(collapse(self.heading_text))
@@ -470,7 +476,7 @@ class Walker:
             self.merge(frame, parent)
             return
         label = collapse(frame.inline).replace(_HARD_BREAK, " ")
-        href = (frame.element.get("href") or "").strip()
+        href = (frame.node.get("href") or "").strip()
         if not label:
             return
         if label in PERMALINK_SYMBOLS and href.startswith("#"):
@@ -493,7 +499,7 @@ class Walker:
         if not inner:
             parent.inline.append(raw)
             return
-        mark = EMPHASIS[frame.element.tag.lower()]
+        mark = EMPHASIS[frame.node.tag.lower()]
         lead = " " if raw[:1].isspace() else ""
         trail = " " if raw[-1:].isspace() else ""
         parent.inline.append(f"{lead}{mark}{inner}{mark}{trail}")
@@ -579,7 +585,7 @@ class Walker:
         self.containers -= 1
         blocks = [block for block in (*frame.blocks, collapse(frame.inline)) if block]
         frame.inline.clear()
-        colspan = frame.element.get("colspan", "1").strip()
+        colspan = frame.node.get("colspan", "1").strip()
         span = min(int(colspan), 100) if colspan.isdigit() and int(colspan) > 0 else 1
         row = parent.rows[-1]
         row.append((frame.header, blocks))
