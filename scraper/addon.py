@@ -101,6 +101,11 @@ def apply(settings: BaseSettings) -> None:
     """The config's settings, and the distributed mode's when it names a Redis."""
     config = current_config(settings)
     settings.setdict(config_settings(config), priority=PRIORITY)
+    if _config is not None:
+        # A runner's round: its worker state file keeps the stats and the summary line says
+        # what they mean, while Scrapy's dump would be two thirds of the round's log. It goes
+        # to DEBUG (scraper/extensions/summary.py); a crawl by hand keeps it.
+        settings.set("STATS_DUMP", False, priority=PRIORITY)
     if config.redis_url and not settings.getbool("COLLECTOR_DISTRIBUTED"):
         from scraper.cluster import wiring
 

@@ -13,7 +13,9 @@ stderr to their log, so the line is there too.
 
 from __future__ import annotations
 
+import logging
 import os
+import pprint
 import sys
 from typing import Any
 
@@ -24,6 +26,8 @@ from scraper.slicing.searchround import incomplete_note
 from scraper.utils.outcome import stats_problem
 from scraper.utils.sharding import ShardedSpider
 from scraper.utils.units import counted
+
+logger = logging.getLogger(__name__)
 
 
 class RoundSummary:
@@ -38,6 +42,9 @@ class RoundSummary:
 
     def spider_closed(self, reason: str) -> None:
         print(summary_line(self.crawler, reason), file=sys.stderr, flush=True)
+        stats = self.crawler.stats
+        if stats is not None and not self.crawler.settings.getbool("STATS_DUMP"):
+            logger.debug("Scrapy stats:\n%s", pprint.pformat(stats.get_stats()))
 
 
 def summary_line(crawler: Crawler, reason: str) -> str:

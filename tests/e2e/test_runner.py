@@ -115,6 +115,12 @@ def test_once_with_six_workers_equals_unsharded_crawls(
         assert len(shards) == {"docs": 3, "trending": 2, "search": 1}[spider]
         assert len(sharded.items(spider)) == len(expected)
 
+    # A round's log is its summary line, warnings and errors: the stats are in the worker's
+    # state file, and Scrapy's dump of them (two thirds of the log) is at DEBUG.
+    logs = [path.read_text() for path in (sharded.data_dir / "logs").glob("*-*of*.log")]
+    assert len(logs) == 6 and not [log for log in logs if "Dumping Scrapy stats" in log]
+    assert sum(map(len, logs)) / len(logs) <= 1500, [len(log) for log in logs]
+
     status = status_json(sharded)
     assert [w["state"] for w in status["workers"]] == ["done"] * 6
     assert status["totals"]["items"] == sum(len(hashes(plain, s)) for s in
@@ -372,3 +378,13 @@ def test_preload_sizes_the_interned_string_table_for_the_parents_later_paths(mod
                          capture_output=True, text=True, timeout=120, check=True)
     grown = int(out.stdout.strip())
     assert (grown <= 0) if mode == "settled" else (grown > 500_000), grown
+
+
+@pytest.mark.timeout(120)
+def test_a_crawl_by_hand_keeps_scrapys_stats_dump(collector: Collector, fake_docs: Any) -> None:
+    """A runner's round logs its stats at DEBUG (they are in its state file); a Scrapy user who
+    runs ``scrapy crawl`` by hand sees the dump Scrapy always prints."""
+    collector.configure(docs_urls=[f"{fake_docs.url()}/site0/"])
+    result = collector.crawl("docs", "0/1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Dumping Scrapy stats" in collector.log("docs") + result.stderr
