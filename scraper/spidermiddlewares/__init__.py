@@ -1,0 +1,1 @@
+"""Spider middlewares: the per-site page cap of the docs spider."""
