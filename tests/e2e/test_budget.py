@@ -667,7 +667,9 @@ def test_trending_shares_one_polite_pace_and_backs_off(collector: Collector,
                  key=lambda r: r["t"])
     limited = [r for r in web if r["status"] == 429]
     assert 1 <= len(limited) <= 2  # what was in flight when the limit began, no more
-    assert not [r for r in web if limited[0]["t"] + 1.0 < r["t"] < until]
+    # Nothing sent after the first limit until the pause is over; the one in flight beside it
+    # is limited too and may arrive late on a loaded machine (it is counted above).
+    assert not [r for r in web if r not in limited and limited[0]["t"] + 1.0 < r["t"] < until]
     served = [r for r in web if r["status"] == 200]
     assert len(served) == 12  # 4 languages × 3 periods: the limited pages were sent again
     gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(served)]
