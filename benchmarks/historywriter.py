@@ -56,6 +56,7 @@ from scraper.config.collector import CollectorConfig
 from scraper.dedup.sqlitehashes import SqliteContentHashStore
 from scraper.dedup.sqliteurls import STORE_KIND, DeltaFetchStore
 from scraper.docpages.extract import extract_page
+from scraper.docpages.fidelityrecord import Fidelity
 from scraper.extensions.logrotate import rollover
 from scraper.items import CollectedItem, DocPageItem, SearchRepoItem, content_hash, is_deduplicated
 from scraper.slicing.slices import Range, Slice
@@ -94,8 +95,7 @@ class DocSample:
     markdown: str
     text: str
     lang: str | None
-    code_blocks: int
-    code_blocks_exact: int
+    fidelity: Fidelity
 
 
 def doc_samples() -> list[DocSample]:
@@ -106,7 +106,7 @@ def doc_samples() -> list[DocSample]:
         page = extract_page(Selector(text=path.read_text(encoding="utf-8", errors="replace")),
                             f"https://docs.example.org/{path.name}")
         samples.append(DocSample(page.title, page.headings, page.markdown, page.text, page.lang,
-                                 page.code_blocks, page.code_blocks_exact))
+                                 page.fidelity))
     return samples
 
 
@@ -283,8 +283,7 @@ class HistoryWriter:
         return DocPageItem(url=url, title=title, headings=sample.headings,
                            markdown=sample.markdown + note, text=sample.text + note,
                            canonical_url=url, lang=sample.lang, last_modified=None,
-                           code_blocks=sample.code_blocks,
-                           code_blocks_exact=sample.code_blocks_exact, version=None)
+                           version=None, **sample.fidelity.fields())
 
 
 class _Round:

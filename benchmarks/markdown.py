@@ -56,8 +56,9 @@ from benchmarks.common import (
     write_json,
 )
 from scraper.docpages.extract import MAIN_XPATHS, extract_page, is_boilerplate
-from scraper.docpages.fidelity import read_fences
-from scraper.docpages.markdown import INVISIBLE, language_of
+from scraper.docpages.markdown import language_of
+from scraper.docpages.readback import read_fences
+from scraper.docpages.visible import INVISIBLE
 from tests.support import docs_fixtures as fixtures
 from tests.support import generator_pages
 from tests.support.fakes.hostile import NESTED_DIVS, NESTED_TEXT, dense_page

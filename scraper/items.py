@@ -164,11 +164,19 @@ class DocPageItem(CollectedItem):
     canonical_url = Field()  # <link rel="canonical">, like url not content
     lang = Field()           # <html lang>
     last_modified = Field()  # changes without the content changing (a redeploy)
-    # How many code blocks the page's content had, and how many markdown holds byte-exact
-    # (the converter's check of its Markdown against the tree it walked).
+    version = Field()  # the version the page documents: its URL's, or its version switcher's
+    # What markdown keeps of what the content shows, per form: code blocks and those held
+    # byte-exact, tab panels and those under their labels, tables and those with every cell
+    # under its header, callouts and those under their titles (scraper/docpages/fidelity.py,
+    # read from the tree on its own, not from the converter's walk).
     code_blocks = Field()
     code_blocks_exact = Field()
-    version = Field()  # the version the page documents: its URL's, or its version switcher's
+    tabs = Field()
+    tabs_labelled = Field()
+    tables = Field()
+    tables_kept = Field()
+    callouts = Field()
+    callouts_kept = Field()
 
 
 def is_deduplicated(item: Any) -> bool:

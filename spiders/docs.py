@@ -179,15 +179,15 @@ class DocsSpider(CollectorSpider):
         modified = response.headers.get(b"Last-Modified")
         page = extract_page(selector, response.url,
                             modified.decode("latin-1") if modified else None)
-        self.crawler.stats.inc_value("docs/code_blocks", page.code_blocks)
-        self.crawler.stats.inc_value("docs/code_blocks_exact", page.code_blocks_exact)
+        fidelity = page.fidelity.fields()
+        for name, count in fidelity.items():
+            self.crawler.stats.inc_value(f"docs/{name}", count)
         new_urls = self.new_links(selector, response.url, prefix)
         del selector
         yield self.stamp(DocPageItem(
             url=response.url, title=page.title, headings=page.headings, text=page.text,
             markdown=page.markdown, canonical_url=page.canonical_url, lang=page.lang,
-            last_modified=page.last_modified, code_blocks=page.code_blocks,
-            code_blocks_exact=page.code_blocks_exact, version=page.version))
+            last_modified=page.last_modified, version=page.version, **fidelity))
         for url in new_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.request_failed,
                                  meta={"site": prefix})

@@ -20,13 +20,27 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
-from scraper.docpages.fidelity import Fidelity, measure
+from scraper.docpages.callouts import icon_title, is_callout, is_callout_title, is_layout_table
+from scraper.docpages.tables import HARD_BREAK, Cell, Grid, GridRow, add_table, indent, span
 from scraper.docpages.tabs import is_tab_strip, is_theme_copy, tab_label
+from scraper.docpages.visible import (
+    CODE_DIV_CLASSES,
+    CODE_LABEL_CLASSES,
+    CODE_LINE_CLASS,
+    HIDDEN_LABEL,
+    INVISIBLE,
+    LANGUAGE_LABEL,
+    LINE_NUMBER_CLASSES,
+    TITLE_LABEL,
+    TWOSLASH_ANNOTATIONS,
+    classes,
+    is_code_callout,
+    is_code_table,
+    label_text,
+    not_content,
+    unselectable,
+)
 
-# Never content: what these hold is not text a reader sees.
-INVISIBLE = frozenset({"script", "style", "noscript", "template", "nav", "footer", "svg", "form",
-                       "button", "input", "select", "textarea", "iframe", "object", "canvas",
-                       "head", "title", "meta", "link"})
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # ``headings`` has always been h1–h4: deeper levels are too fine-grained to describe a page.
 LISTED_HEADING_LEVEL = 4
@@ -45,17 +59,6 @@ BLOCK_ENDS = BLOCKS | CELLS | {"tr", "tbody", "thead", "tfoot", "li", "dd", "dt"
 # nested 100,000 lists deep costs linear, not quadratic, indentation.
 MAX_NESTING = 24
 MAX_FRAMES = 3 * MAX_NESTING
-ADMONITION_CLASSES = frozenset({"admonition", "theme-admonition", "custom-block", "alert"})
-ADMONITION_TITLES = frozenset({"admonition-title", "custom-block-title"})
-# Generators' line numbers inside or beside a code block: not part of the code (Pygments,
-# Prism, Doxygen, Rouge's gutter, Chroma's ``lnt``/``ln``).
-LINE_NUMBER_CLASSES = frozenset({"linenos", "lineno", "linenodiv", "line-numbers-rows", "gutter",
-                                 "lnt", "ln", "hljs-ln-numbers"})
-# Tables that lay out a code block beside its line numbers: the code, not a table.
-CODE_TABLE_CLASSES = frozenset({"highlighttable", "rouge-table", "lntable", "hljs-ln"})
-# Code blocks that are not a ``<pre>``: Doxygen's fragments, one ``div.line`` per line.
-CODE_DIV_CLASSES = frozenset({"fragment"})
-# Block tags, where a browser starts and ends a line in a code block.
 CODE_LINE_BLOCKS = BLOCK_ENDS | {"p", "pre"}
 # A heading's permalink: a link to the heading whose whole text is one of these symbols.
 PERMALINK_SYMBOLS = frozenset({"§", "¶", "#", "◆", "🔗", "⚓", "🔗︎"})
@@ -66,16 +69,30 @@ _LANGUAGE = re.compile(r"(?:^|\s)(language|lang|highlight|sourceCode)-([\w+#.-]+
 _LANGUAGE_ALIASES = {"default": "python", "python3": "python", "none": "", "plaintext": "text"}
 # A bare class on a ``<pre>``'s ``<code>`` that names a language (TypeDoc's ``class="ts"``).
 _BARE_LANGUAGE = re.compile(r"^[a-z][a-z0-9+#-]{0,15}$")
+# A language label's text that can stand as a fence's info string: one word, no backtick.
+_INFO_WORD = re.compile(r"^[\w+#.-]{1,32}$")
 _NOT_LANGUAGES = frozenset({"hljs", "highlight", "code", "source", "chroma", "notranslate",
                             "block", "line", "lines", "nohighlight", "prettyprint", "nextra-code"})
 _WHITESPACE = re.compile(r"\s+")
-_HARD_BREAK = "\x00"
-_BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,})")
-_INLINE_ESCAPE = re.compile(r"([*`\\]|<(?=[A-Za-z/!?]))")
+_HARD_BREAK = HARD_BREAK
+# What starts a block at the start of a line: a heading, quote, list item, rule, fence, or a
+# link reference definition (``[label]: url``, which would swallow the line).
+_BLOCK_START = re.compile(r"^(#{1,6}\s|>|[-+*]\s|\d{1,9}[.)]\s|={3,}|-{3,}|`{3,}|~{3,}"
+                          r"|\[[^\]]*\]:)")
+# What CommonMark reads as markup in text: a backslash escape, emphasis (``*``; ``_`` unless
+# between two letters or digits, where it can neither open nor close one), a code span, raw
+# HTML or an autolink (``<`` before a letter, ``/``, ``!``, ``?``), an inline link's ``](``,
+# an entity reference (``&amp;``, ``&#35;``). A link's text escapes every bracket.
+_MARKUP = r"[*`\\]|<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_])|&(?=#?\w+;)"
+_INLINE_ESCAPE = re.compile(rf"({_MARKUP}|\](?=\())")
+_LABEL_ESCAPE = re.compile(rf"({_MARKUP}|[\[\]])")
+_ESCAPED = re.compile(r"[*`\\<_\]&~\[]")
+_ORDERED = re.compile(r"^(\d{1,9})([.)])")
+# A closing sequence a reader takes off an ATX heading: ``#`` after a space at its end.
+_CLOSING_HASHES = re.compile(r"(?:^|\s)#+$")
 _BACKTICKS = re.compile(r"`+")
 _HEADING_BLOCK = re.compile(r"^#{1,6} ")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
-_TABLE_ROWS = etree.XPath("./tr | ./tbody/tr")
 
 Skip = Callable[[etree._Element], bool]
 
@@ -85,12 +102,6 @@ class Converted:
     markdown: str
     text: str
     headings: list[str]
-    fidelity: Fidelity
-
-
-def classes(element: etree._Element) -> set[str]:
-    value = element.get("class")
-    return set(value.split()) if value else set()
 
 
 def code_language(pre: etree._Element) -> str:
@@ -147,10 +158,28 @@ def inline_code(raw: str) -> str:
     return f"{marks}{pad}{code}{pad}{marks}"
 
 
-def escape(text: str) -> str:
-    if "*" in text or "`" in text or "\\" in text or "<" in text:
-        return _INLINE_ESCAPE.sub(r"\\\1", text)
-    return text
+def escape(text: str, *, label: bool = False) -> str:
+    """Text as Markdown that reads back as the same text, in a paragraph or (``label``) in a
+    link's text. GFM's strikethrough takes ``~text~`` as well as ``~~text~~``: two tildes in
+    one run of text are escaped, a lone one (``~/.bashrc``) is text as it stands."""
+    if not _ESCAPED.search(text):
+        return text
+    text = (_LABEL_ESCAPE if label else _INLINE_ESCAPE).sub(r"\\\1", text)
+    return text.replace("~", "\\~") if text.count("~") > 1 else text
+
+
+def line_start(line: str) -> str:
+    """A line of text whose start a reader would take for a block's (a heading, a list item):
+    escaped there. An ordered item's marker is escaped at its "." or ")", since a backslash
+    escapes punctuation only."""
+    if not _BLOCK_START.match(line):
+        return line
+    return _ORDERED.sub(r"\1\\\2", line, count=1) if line[0].isdigit() else "\\" + line
+
+
+def block_text(text: str) -> str:
+    """A line of text written as a block of its own (a code block's title)."""
+    return line_start(escape(text))
 
 
 def collapse(inline: list[str]) -> str:
@@ -158,9 +187,7 @@ def collapse(inline: list[str]) -> str:
     return " ".join("".join(inline).split())
 
 
-def indent(block: str, first: str, rest: str) -> str:
-    lines = block.split("\n")
-    return "\n".join([first + lines[0], *(rest + line if line else "" for line in lines[1:])])
+_NO_CELL: Cell = (False, [])
 
 
 @dataclass(slots=True)
@@ -171,21 +198,28 @@ class Frame:
     element: etree._Element | None
     blocks: list[str] = field(default_factory=list)
     inline: list[str] = field(default_factory=list)
-    # list: ordered?, next number; table: rows of cells; cell: header?
+    # list: ordered?, next number; cell: header?
     ordered: bool = False
     number: int = 1
-    rows: list[list[tuple[bool, list[str]]]] = field(default_factory=list)
+    grid: Grid[Cell] | None = None  # table: its cells, merged ones spread
     header: bool = False
     numbers: bool = False  # code: line numbers were left out of it
-    omitted: bool = False  # code: an element in it was left out (numbers, callouts, buttons)
     fragment: bool = False  # code outside <pre>: whitespace between its line divs is not code
-    label: str = ""  # tab panel: its tab's label
+    label: str = ""  # tab panel: its tab's label; code: the title a label in it gives
+    language: str = ""  # code: the language a label in it names
+    line_at: int = -1  # code: where the open ``div.line`` began in ``inline``
 
     @property
     def node(self) -> etree._Element:
         """The element this frame collects for: every frame has one but the root's."""
         assert self.element is not None
         return self.element
+
+    @property
+    def cells(self) -> Grid[Cell]:
+        """A table frame's cells: every table frame has its grid."""
+        assert self.grid is not None
+        return self.grid
 
     def flush(self) -> None:
         if not self.inline:
@@ -195,9 +229,11 @@ class Frame:
         if paragraph:
             paragraph = paragraph.replace(f" {_HARD_BREAK}", _HARD_BREAK)
             paragraph = paragraph.replace(f"{_HARD_BREAK} ", _HARD_BREAK).strip(_HARD_BREAK)
-            if _BLOCK_START.match(paragraph):
-                paragraph = "\\" + paragraph
-            self.blocks.append(paragraph.replace(_HARD_BREAK, "\\\n"))
+        if paragraph:  # not only line breaks (Javadoc's <hr><br> before a signature)
+            # Each line after a break starts a line of the Markdown: a reader would take a
+            # "# " or "- " there for a block of its own (a heading interrupts a paragraph).
+            lines = [line_start(line) for line in paragraph.split(_HARD_BREAK)]
+            self.blocks.append("\\\n".join(lines))
 
     def take(self) -> str:
         self.flush()
@@ -217,7 +253,6 @@ class Walker:
         self.in_heading = False  # headings hold inline markup only
         self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
         self.in_link = False  # a link inside a link is its text
-        self.code_blocks: list[str] = []  # each code block's code, for the fidelity check
 
     @property
     def top(self) -> Frame:
@@ -250,39 +285,53 @@ class Walker:
                 if element is not root:
                     self.add_text(element.tail)
         markdown = self.stack[0].take()
-        return Converted(markdown, collapse([" ".join(self.text)]), self.headings,
-                         measure(markdown, self.code_blocks))
+        return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
 
     def hidden(self, element: etree._Element) -> bool:
         tag = element.tag
         if not isinstance(tag, str):  # comments, processing instructions
             return True
         tag = tag.lower()
-        if tag in INVISIBLE:
-            if self.top.kind == "pre":
-                self.top.omitted = True
-            return True
-        if tag == "header" and element.find(".//h1") is None:
-            return True  # a page header; an article's own header holds its title
         names = classes(element)
-        if names & LINE_NUMBER_CLASSES or (self.top.kind == "pre" and unselectable(element)):
-            if self.top.kind == "pre":
-                self.top.numbers = self.top.omitted = True
+        top = self.top
+        if top.kind == "pre":
+            return self.hidden_in_code(element, tag, names, top)
+        if not_content(element, tag, names):
             return True
-        if "hideme" in names:
-            self.top.omitted = True
-            return True  # rustdoc's toggle labels: "Expand description", "Show 19 fields"
-        if self.top.kind == "pre":
-            if is_callout(element, names):
-                self.top.omitted = True
-                # The space that set the callout off from the code is not code either.
-                self.top.inline.append(self.top.inline.pop().rstrip(" \t")
-                                       if self.top.inline else "")
-                return True
-            return False  # code is kept whole, even a token whose class looks like furniture
         if is_tab_strip(element, names) or is_theme_copy(element):
             return True  # each panel is written under its own label; a theme's copy once
+        title = icon_title(element, names)
+        if title is not None:  # an Asciidoctor admonition's icon: the callout's title
+            if title:
+                top.flush()
+                top.blocks.append(f"**{escape(title)}**")
+                self.text.append(title)
+            return True
         return self.skip is not None and self.skip(element)
+
+    def hidden_in_code(self, element: etree._Element, tag: str, names: set[str],
+                       top: Frame) -> bool:
+        """What a code block draws but is not its code; code is otherwise kept whole, even a
+        token whose class looks like furniture."""
+        if tag in INVISIBLE:
+            return True
+        if names & LINE_NUMBER_CLASSES or unselectable(element):
+            top.numbers = True
+            return True
+        if names & CODE_LABEL_CLASSES:
+            text = label_text(element)
+            if TITLE_LABEL in names:
+                top.label = top.label or text
+                self.text.append(text)  # drawn as the block's header
+            elif LANGUAGE_LABEL in names and not top.language and _INFO_WORD.match(text):
+                top.language = _LANGUAGE_ALIASES.get(text.lower(), text.lower())
+            return True
+        if is_code_callout(element, names):
+            # The space that set the callout off from the code is not code either.
+            top.inline.append(top.inline.pop().rstrip(" \t") if top.inline else "")
+            return True
+        return HIDDEN_LABEL in names or bool(names & TWOSLASH_ANNOTATIONS
+                                             and "twoslash" in classes(top.node))
 
     def add_text(self, text: str | None) -> None:
         if not text:
@@ -298,7 +347,7 @@ class Walker:
         elif top.kind in ("list", "table") and not text.strip():
             return  # whitespace between items and rows
         else:
-            top.inline.append(escape(text))
+            top.inline.append(escape(text, label=self.in_link))
 
     # ----------------------------------------------------------------------- start tags
 
@@ -315,10 +364,10 @@ class Walker:
                 top.inline.append("\n")
             elif tag in CODE_LINE_BLOCKS:
                 self.line_break(top)
+                if tag == "div" and CODE_LINE_CLASS in classes(element):
+                    top.line_at = len(top.inline)
             return
         if top.kind == "code" or (self.in_heading and tag not in INLINE_IN_HEADING):
-            if tag == "pre":
-                self.code_blocks.append("\x00")  # its code became inline text: not a block
             if tag == "br" or tag in BLOCK_ENDS or "where" in classes(element):
                 top.inline.append(" ")  # rustdoc's ``where`` clauses sit on lines of their own
             return
@@ -371,28 +420,21 @@ class Walker:
             top.flush()
             self.containers += 1
             self.push(tag, element)
-        elif tag == "blockquote" or (tag in ("div", "aside", "details")
-                                     and classes(element) & ADMONITION_CLASSES):
+        elif tag == "blockquote" or is_callout(tag, classes(element)):
             top.flush()
             self.containers += 1
             self.push("quote", element)
-        elif tag == "table" and not classes(element) & CODE_TABLE_CLASSES and \
-                not is_numbered_code(element):
+        elif tag == "table" and not is_code_table(element) and not is_layout_table(element):
             top.flush()
             self.containers += 1
-            self.push("table", element)
-        elif tag == "tr" and top.kind == "table":
-            top.rows.append([])
+            self.push("table", element, grid=Grid(_NO_CELL))
         elif tag in CELLS and top.kind == "table":
             self.containers += 1
-            if not top.rows:
-                top.rows.append([])
             self.push("cell", element, header=tag == "th" or self.in_thead(element))
         elif tag == "caption" and top.kind == "table":
             self.containers += 1
             self.push("caption", element)
-        elif tag in ("dt", "summary") or classes(element) & ADMONITION_TITLES or any(
-                name.startswith("admonitionHeading") for name in classes(element)):
+        elif tag in ("dt", "summary") or is_callout_title(classes(element)):
             top.flush()
             self.push("title", element)
         elif tag in BLOCKS or tag in ("tr", "td", "th", "tbody", "thead", "tfoot"):
@@ -426,12 +468,24 @@ class Walker:
         if frame.inline and not frame.inline[-1].endswith("\n"):
             frame.inline.append("\n")
 
+    @classmethod
+    def end_line(cls, frame: Frame, element: etree._Element) -> None:
+        """A block's end in code; an empty ``div.line`` is a blank line, as CSS draws it."""
+        if frame.line_at == len(frame.inline) and element.tag == "div" and \
+                CODE_LINE_CLASS in classes(element):
+            frame.inline.append("\n")
+        else:
+            cls.line_break(frame)
+        frame.line_at = -1
+
     def end(self, element: etree._Element) -> None:
         top = self.top
         if top.element is not element:
             if element.tag in BLOCK_ENDS:
                 if top.kind == "pre":
-                    self.line_break(top)
+                    self.end_line(top, element)
+                elif top.kind == "table" and element.tag == "tr":
+                    top.cells.end_row()
                 elif top.kind == "heading" or top.kind == "code":
                     top.inline.append(" ")  # a heading's text stays in the heading
                 else:
@@ -448,19 +502,16 @@ class Walker:
             code = code[1:]  # HTML drops a newline right after <pre>; one inside <code> stays
         if frame.numbers and not code.strip():
             return  # the line-number column of a code table
-        code = code.removesuffix("\n")
-        # The check against the tree: the code holds every character the block's elements do
-        # (less line numbers, callouts, buttons), whitespace aside; a block that lost text
-        # counts as not exact, whatever its Markdown holds.
-        in_tree = tree_code(frame.element) if frame.omitted else \
-            "".join("".join(frame.node.itertext()).split())
-        self.code_blocks.append(code if "".join(code.split()) == in_tree else "\x00")
-        parent.blocks.append(fence(code, code_language(frame.element)))
+        if frame.label:  # the file name a highlighter draws as the block's header
+            parent.blocks.append(block_text(frame.label))
+        parent.blocks.append(fence(code, code_language(frame.node) or frame.language))
 
     def end_heading(self, frame: Frame, parent: Frame) -> None:
         self.in_heading = False
         text = collapse(frame.inline).replace(_HARD_BREAK, " ")
         if text:
+            if _CLOSING_HASHES.search(text):  # a reader would take it off as a closing sequence
+                text = f"{text[:-1]}\\#"
             level = HEADINGS[frame.node.tag.lower()]
             parent.blocks.append(f"{'#' * level} {text}")
             if level <= LISTED_HEADING_LEVEL:
@@ -486,9 +537,12 @@ class Walker:
             return
         if not href or href.lower().startswith(("javascript:", "data:")):
             parent.inline.append(label)
-        else:
-            label = label.replace("[", "\\[").replace("]", "\\]")
-            parent.inline.append(f"[{label}]({self.url(href)})")
+            return
+        # Text that ends in "!" right before the link (rustdoc's "impl !Send") would make it
+        # an image; the brackets in the label's text were escaped as it came.
+        if parent.inline and parent.inline[-1].endswith("!"):
+            parent.inline[-1] = parent.inline[-1][:-1] + "\\!"
+        parent.inline.append(f"[{label}]({self.url(href)})")
 
     def end_emphasis(self, frame: Frame, parent: Frame) -> None:
         if frame.blocks:
@@ -585,144 +639,30 @@ class Walker:
         self.containers -= 1
         blocks = [block for block in (*frame.blocks, collapse(frame.inline)) if block]
         frame.inline.clear()
-        colspan = frame.node.get("colspan", "1").strip()
-        span = min(int(colspan), 100) if colspan.isdigit() and int(colspan) > 0 else 1
-        row = parent.rows[-1]
-        row.append((frame.header, blocks))
-        row.extend((frame.header, []) for _ in range(span - 1))
+        cell = frame.node
+        parent.cells.add((frame.header, blocks), span(cell.get("rowspan"), rows=True),
+                        span(cell.get("colspan")))
 
     def end_table(self, frame: Frame, parent: Frame) -> None:
         self.containers -= 1
         frame.flush()
-        rows = [row for row in frame.rows if row]
+        frame.cells.finish()
+        rows = [row for row in frame.cells.rows if row]
         parent.flush()
         parent.blocks.extend(frame.blocks)  # caption and any stray text, before the table
         # A row holding a heading (Doxygen's member tables: "Public Types", then its members)
         # ends the table before it: the heading is the page's, and the rows after it a table
         # of their own.
-        part: list[list[tuple[bool, list[str]]]] = []
+        part: list[GridRow] = []
         for row in rows:
-            blocks = [block for _, cell in row for block in cell]
+            blocks = [block for (_, cell), own in row if own for block in cell]
             if any(_HEADING_BLOCK.match(block) for block in blocks):
-                self.add_table(part, parent)
+                add_table(part, parent.blocks)
                 parent.blocks.extend(blocks)
                 part = []
             else:
                 part.append(row)
-        self.add_table(part, parent)
-
-    @staticmethod
-    def add_table(rows: list[list[tuple[bool, list[str]]]], parent: Frame) -> None:
-        if not rows:
-            return
-        simple = all(len(blocks) <= 1 and "\n" not in "".join(blocks)
-                     for row in rows for _, blocks in row)
-        parent.blocks.append(pipe_table(rows) if simple else table_as_list(rows))
-
-
-def tree_code(block: etree._Element) -> str:
-    """The text in a code block's elements, read straight from the tree, less what is drawn
-    in it but is not code, and without whitespace (the walk knows where a browser puts it)."""
-    parts: list[str] = []
-    skipped: etree._Element | None = None
-    walker = etree.iterwalk(block, events=("start", "end"))
-    for event, element in walker:
-        if event == "end":
-            # A skipped element's tail is taken at its start; lxml may send its end or not.
-            if element is not block and element is not skipped:
-                parts.append(element.tail or "")
-            continue
-        skipped = None
-        names = classes(element) if isinstance(element.tag, str) else set()
-        if not isinstance(element.tag, str) or element.tag in INVISIBLE or \
-                names & LINE_NUMBER_CLASSES or "hideme" in names or is_callout(element, names) \
-                or unselectable(element):
-            walker.skip_subtree()
-            skipped = element
-            parts.append(element.tail or "")
-            continue
-        parts.append(element.text or "")
-    return "".join("".join(parts).split())
-
-
-def unselectable(element: etree._Element) -> bool:
-    """Drawn in code but left out when it is copied: Chroma's line numbers with inline styles
-    (Hugo's default ``noClasses``) carry no class, only ``user-select:none``."""
-    style = element.get("style")
-    return style is not None and "user-select" in style and \
-        "user-select:none" in style.replace(" ", "")
-
-
-def is_numbered_code(table: etree._Element) -> bool:
-    """A table laying out a code block beside its line numbers without a class saying so
-    (Chroma's ``lineNos: table`` with inline styles): one row, two cells, a ``<pre>`` in each,
-    the first holding line numbers only."""
-    rows = _TABLE_ROWS(table)
-    if len(rows) != 1:
-        return False
-    cells = rows[0].findall("td")
-    gutter = cells[0].find(".//pre") if len(cells) == 2 else None
-    if gutter is None or cells[1].find(".//pre") is None:
-        return False
-    numbers = gutter.find("code")
-    numbers = gutter if numbers is None else numbers
-    return len(numbers) > 0 and not (numbers.text or "").strip() and all(
-        unselectable(line) or classes(line) & LINE_NUMBER_CLASSES for line in numbers)
-
-
-def is_callout(element: etree._Element, names: set[str]) -> bool:
-    """An AsciiDoc callout in code: ``<b class=conum>(1)</b>``, or the ``<i class=conum>`` of
-    font icons with the ``<b>(1)</b>`` right after it."""
-    if "conum" in names:
-        return True
-    if element.tag != "b":
-        return False
-    previous = element.getprevious()
-    return previous is not None and "conum" in classes(previous) and not previous.tail
-
-
-def cell_text(blocks: list[str]) -> str:
-    return "".join(blocks).replace("|", "\\|").replace("\\\n", "<br>").replace(_HARD_BREAK, "<br>")
-
-
-def pipe_table(rows: list[list[tuple[bool, list[str]]]]) -> str:
-    """A GFM pipe table; a table without a header row (docutils) gets an empty one, since GFM
-    needs one and promoting the first data row would misstate it."""
-    width = max(len(row) for row in rows)
-    if not all(is_header for is_header, _ in rows[0]):
-        rows = [[(True, [])] * width, *rows]
-    lines = []
-    for number, row in enumerate(rows):
-        cells = [cell_text(blocks) for _, blocks in row] + [""] * (width - len(row))
-        lines.append("| " + " | ".join(cells) + " |")
-        if number == 0:
-            lines.append("|" + " --- |" * width)
-    return "\n".join(lines)
-
-
-def table_as_list(rows: list[list[tuple[bool, list[str]]]]) -> str:
-    """A table whose cells hold blocks (code, lists, paragraphs): one list item per row, each
-    cell under its column's header, so no code block is squeezed into a pipe-table row."""
-    header: list[str] = []
-    if all(is_header for is_header, _ in rows[0]) and len(rows) > 1:
-        header = ["".join(blocks) for _, blocks in rows[0]]
-        rows = rows[1:]
-    items = []
-    for row in rows:
-        parts: list[str] = []
-        for column, (_, blocks) in enumerate(row):
-            if not blocks:
-                continue
-            name = header[column] if column < len(header) else ""
-            if name and "\n" not in blocks[0] and not blocks[0].startswith(("```", "|", "- ")):
-                parts.append(f"**{name}**: {blocks[0]}")
-                parts.extend(blocks[1:])
-            else:
-                parts.extend([f"**{name}**:"] if name else [])
-                parts.extend(blocks)
-        if parts:
-            items.append(indent("\n\n".join(parts), "- ", "  "))
-    return "\n\n".join(items)
+        add_table(part, parent.blocks)
 
 
 def convert(root: etree._Element, base_url: str, skip: Skip | None = None) -> Converted:

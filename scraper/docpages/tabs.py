@@ -10,8 +10,9 @@ label instead). The strip of labels is a control, not content: the converter lea
 writes each panel under its own label.
 
 Theme copies: some highlighters write a code block once per colour theme (rehype-pretty-code's
-``data-theme="light"``/``"dark"`` siblings, ``theme-light``/``theme-dark`` wrappers) and let CSS
-show one; a reader gets it once.
+``data-theme="light"``/``"dark"`` siblings, ``theme-light``/``theme-dark`` wrappers, VitePress's
+``vp-code-light``/``vp-code-dark``, Shiki's ``pre.shiki`` named by its theme, ``github-light``
+and ``github-dark``) and let CSS show one; a reader gets it once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from lxml import etree
 # How far up from a panel its tab strip is looked for: Docusaurus's is the grandparent's child,
 # headless UI's a child of the great-grandparent.
 _TAB_STRIP_DEPTH = 4
-THEME_CLASSES = frozenset({"theme-light", "theme-dark", "shiki-light", "shiki-dark"})
+THEME_CLASSES = frozenset({"theme-light", "theme-dark", "shiki-light", "shiki-dark",
+                           "vp-code-light", "vp-code-dark"})
+# A Shiki block's class names its theme; a theme for light or dark ends so ("github-dark").
+_SHIKI = "shiki"
+_THEME_ENDINGS = ("-light", "-dark")
 # Siblings looked back over for the copy a theme variant repeats (a title and a block per theme).
 _THEME_SIBLINGS = 4
 
@@ -64,10 +69,12 @@ def tab_label(element: etree._Element) -> str | None:
         index = blocks.index(element)
         return _label_text(labels[index]) if index < len(labels) else ""
     if "tabbed-content" in names and "tabbed-set" in _classes(parent):
+        # The legacy style: a label, then its panel. In the alternate style this is the box
+        # of every panel, after the strip of labels: not a panel itself.
         label = element.getprevious()
         while label is not None and label.tag == "input":
             label = label.getprevious()
-        return _label_text(label) if label is not None and label.tag == "label" else ""
+        return _label_text(label) if label is not None and label.tag == "label" else None
     return None
 
 
@@ -104,8 +111,11 @@ def theme_variant(element: etree._Element) -> str | None:
     value = element.get("class")
     if not value or ("-light" not in value and "-dark" not in value):
         return None
-    names = set(value.split()) & THEME_CLASSES
-    return min(names) if names else None
+    names = set(value.split())
+    marked = names & THEME_CLASSES
+    if not marked and _SHIKI in names:
+        marked = {name for name in names if name.endswith(_THEME_ENDINGS)}
+    return min(marked) if marked else None
 
 
 def is_theme_copy(element: etree._Element) -> bool:

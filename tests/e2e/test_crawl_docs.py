@@ -14,6 +14,8 @@ from collections import Counter
 
 import pytest
 
+from scraper.docpages.fidelityrecord import FIELDS as FIDELITY_FIELDS
+from scraper.docpages.fidelityrecord import FORMS
 from scraper.items import DocPageItem, content_hash
 from tests.support.collector import REPO_ROOT, Collector
 from tests.support.fakes.docs import ORPHAN_SENTENCE, SCRIPT_MARKER, SPECIAL_SENTENCE, STYLE_MARKER
@@ -98,9 +100,10 @@ def test_docs_crawl_scope_robots_cycles_mirrors_gzip_retry_and_fields(collector:
     for item in items:
         assert set(item) == {"url", "title", "headings", "text", "markdown", "canonical_url",
                              "lang", "last_modified", "spider", "shard", "collected_at",
-                             "content_hash", "code_blocks", "code_blocks_exact", "version"}
+                             "content_hash", "version", *FIDELITY_FIELDS}
         assert item["spider"] == "docs" and item["shard"] == "0/1"
-        assert item["code_blocks_exact"] == item["code_blocks"]
+        for shown, kept, _, _ in FORMS:
+            assert item[kept] == item[shown], (item["url"], shown)
         assert ISO_UTC.match(item["collected_at"])
         assert re.fullmatch(r"[0-9a-f]{64}", item["content_hash"])
         text = item["text"]

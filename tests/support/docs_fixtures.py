@@ -98,6 +98,7 @@ PAGES = [
 # A fence, after the indentation of a list item and the "> " of a quote it sits in.
 _FENCE = re.compile(r"^((?:> ?| )*)(`{3,})([^`\s]*)$")
 _PIPE = re.compile(r"(?<!\\)\|")
+_QUOTED = re.compile(r"^(?:> ?)+")
 _DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
@@ -134,6 +135,8 @@ def fenced_blocks(markdown: str) -> list[tuple[str, str]]:
 
 
 def outside_code(markdown: str) -> list[str]:
+    """The lines outside fenced code, the quote marks of a quote (a callout) taken off: a
+    heading or a table in a callout is read as one."""
     lines, inside = [], None
     for line in markdown.split("\n"):
         fence = _FENCE.match(line)
@@ -142,7 +145,7 @@ def outside_code(markdown: str) -> list[str]:
         elif inside is not None and line == inside:
             inside = None
         elif inside is None:
-            lines.append(line)
+            lines.append(_QUOTED.sub("", line))
     return lines
 
 

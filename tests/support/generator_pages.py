@@ -6,7 +6,9 @@ used by tests/scraper/docpages/test_docs_generators.py and benchmarks/markdown.p
 The reading of code here is a browser's, written independently of the converter: the text of a
 ``<pre>`` (or a Doxygen ``div.fragment``) as it lays it out, without what is drawn beside or
 over the code and is not code (line numbers, by class or as ``user-select:none``, AsciiDoc
-callouts, copy buttons, toggle labels).
+callouts, copy buttons, toggle labels, a highlighter's language and file-name labels), an empty
+``div.line`` a blank line (Shiki's and Doxygen's CSS give it a line's height), the page read in
+its light colour theme (a block drawn for the dark theme only is hidden by CSS).
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from tests.support.paths import DATA
 PAGES_DIR = DATA / "generators"
 
 # What is drawn in or beside a code block but is not its code.
-_NOT_CODE = {"linenos", "lineno", "linenodiv", "gutter", "lnt", "ln", "conum", "hideme"}
+_NOT_CODE = {"linenos", "lineno", "linenodiv", "gutter", "lnt", "ln", "conum", "hideme",
+             "language-id", "code-title"}
+# Marks of a block drawn for one colour theme; the other one's copy is hidden by CSS.
+_DARK = {"github-dark", "vp-code-dark", "theme-dark", "shiki-dark"}
+_LIGHT = {"github-light", "vp-code-light", "theme-light", "shiki-light"}
 _NOT_CODE_TAGS = {"button", "script", "style", "summary"}
 # Elements a browser starts and ends a line at.
 _BLOCK_TAGS = {"div", "p", "li", "tr", "table", "details", "ul", "ol", "dl", "dt", "dd",
@@ -65,9 +71,12 @@ def _read(element: lxml.html.HtmlElement, out: list[str]) -> None:
             out.append("\n")
         if child.tag == "br":
             out.append("\n")
+        before = len("".join(out))
         out.append(child.text or "")
         _read(child, out)
-        if block and "".join(out) and not "".join(out).endswith("\n"):
+        if child.tag == "div" and "line" in _classes(child) and len("".join(out)) == before:
+            out.append("\n")  # an empty line of code
+        elif block and "".join(out) and not "".join(out).endswith("\n"):
             out.append("\n")
         out.append(child.tail or "")
 
@@ -86,25 +95,53 @@ def code_text(block: lxml.html.HtmlElement) -> str:
     return "".join(out).removesuffix("\n")
 
 
-def code_texts(html: str) -> list[str]:
-    """The code of every code block on the page, in page order; a ``<pre>`` that holds only
-    line numbers (the gutter column of a code table, or a ``<pre>`` inside it) is not a code
-    block."""
+def dark_only(element: lxml.html.HtmlElement) -> bool:
+    """Drawn for the dark colour theme alone: hidden in the light theme the page is read in.
+    (``<html data-theme=dark>`` is the page's theme as a whole, not a copy.)"""
+    for holder in (element, *element.iterancestors()):
+        if holder.tag in ("body", "html"):
+            break
+        names = _classes(holder)
+        if (names & _DARK and not names & _LIGHT) or holder.get("data-theme") == "dark":
+            return True
+    return False
+
+
+def code_blocks(html: str) -> list[lxml.html.HtmlElement]:
+    """The page's code blocks a reader is shown, in page order; a ``<pre>`` that holds only
+    line numbers (the gutter column of a code table, or a ``<pre>`` inside it) is not one."""
     root = lxml.html.fromstring(html)
     blocks = root.xpath("//pre[not(ancestor::pre)] | "
                         "//div[contains(concat(' ', @class, ' '), ' fragment ')]")
-    texts = []
+    shown = []
     for block in blocks:
         if _classes(block) & _NOT_CODE or any(_classes(holder) & _NOT_CODE
                                               for holder in block.iterancestors()):
             continue  # a gutter: Pygments' td.linenos, Rouge's td.gutter
-        text = code_text(block)
+        if dark_only(block):
+            continue
         gutter = block.xpath(".//*[contains(concat(' ', @class, ' '), ' lnt ')] | "
                              ".//*[contains(translate(@style, ' ', ''), 'user-select:none')]")
-        if gutter and not text.strip():
-            continue
-        texts.append(text)
-    return texts
+        if gutter and not code_text(block).strip():
+            continue  # the line-number column of Chroma's code table
+        shown.append(block)
+    return shown
+
+
+def code_labels(html: str) -> list[tuple[str, str]]:
+    """Per code block, the language and the file name its highlighter draws in it (Shiki's
+    ``div.language-id`` and ``div.code-title``), '' where it draws none."""
+    def label(block: lxml.html.HtmlElement, name: str) -> str:
+        found = block.xpath(f".//*[contains(concat(' ', @class, ' '), ' {name} ')]")
+        return " ".join(found[0].text_content().split()) if found else ""
+
+    return [(label(block, "language-id"), label(block, "code-title"))
+            for block in code_blocks(html)]
+
+
+def code_texts(html: str) -> list[str]:
+    """The code of every code block on the page a reader is shown, in page order."""
+    return [code_text(block) for block in code_blocks(html)]
 
 
 def tab_panels(html: str) -> list[tuple[str, list[str]]]:
@@ -140,7 +177,9 @@ PAGES = [
                   ["Struct dzahui::simulation::dzahui_window::DzahuiWindow", "Fields",
                    "impl !Send for DzahuiWindow"],
                   ["Expand description", "Show 19 fields", "§", "Run\n"],
-                  ["Holds an *instance* of OpenGL"]),
+                  ["Holds an *instance* of OpenGL",
+                   "### impl \\![Send](https://doc.rust-lang.org/1.67.0/core/marker/trait.Send.html)"
+                   " for "]),
     GeneratorPage("mdbook-embedded-exceptions", "mdBook", 11, ["Exceptions"],
                   ["Press ← or → to navigate", "Toggle Table of Contents"],
                   ["Exceptions, and interrupts, are a hardware mechanism"]),
@@ -237,6 +276,29 @@ PAGES = [
                   ["Give us feedback", "Edit this page", "Scroll to top", "On This Page",
                    "The gRPCity Project"],
                   ["Initialize the project:\n\n**npm**\n\nTerminal\n\n```\nnpm init\n```"]),
+    GeneratorPage("docusaurus-shiki-twoslash-rematch-installation",
+                  "Docusaurus + Shiki twoslash (labels in the <pre>, a copy per colour theme)", 11,
+                  ["Installation", "Step 1: Define models", "Step 4: View"],
+                  ["```\nts\n", "```\nbash\n", "```\n./models", "Copy"],
+                  ["**npm**\n\n```bash\nnpm install @rematch/core\n```\n\n**Yarn**",
+                   "./models/count.ts\n\n```ts\nimport { createModel } from \"@rematch/core\";\n"
+                   "import { RootModel } from \".\";\n\nexport const count"]),
+    GeneratorPage("javadoc8-retrofit-query", "Javadoc 8 (navigation bars outside <nav>)", 7,
+                  ["Annotation Type Query", "Required Element Summary", "Element Detail"],
+                  ["Skip navigation links", "Prev Class", "No Frames", "All Classes",
+                   "Summary:", "Copyright", "Square, Inc."],
+                  ["Query parameter appended to the URL.", "- ---\n\n  ```\n  @Documented\n"]),
+    GeneratorPage("doxygen-1-8-tinyxml2-index",
+                  "Doxygen 1.8.13 (footer and title area outside <footer>, no #doc-content)", 11,
+                  ["What it does.", "Whitespace Preservation (default)", "Contributors"],
+                  ["Generated on", "by doxygen", "doxygen.png", "7.0.0"],
+                  ["TinyXML-2 is a simple, small, efficient, C++ XML parser"]),
+    GeneratorPage("sphinx-rtd-merged-cells-lists-tables",
+                  "Sphinx + sphinx_rtd_theme 0.5 (grid tables with rowspan and colspan)", 1,
+                  ["4.2.1. Grid Tables", "4.2.2. List Tables"],
+                  ["Search docs", "Edit on GitHub", "Built with"],
+                  ["| Inputs | Inputs | Output |\n| --- | --- | --- |\n| A | B | A or B |\n"
+                   "| False | False | False |"]),
 ]
 # Pages whose tabs test_each_tab_once_under_its_label reads.
 TABBED = ["docusaurus-tabs-rocketmq-docker", "mkdocs-material-tabs-pymdownx-tabbed",

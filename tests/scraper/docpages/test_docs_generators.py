@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import unquote, urljoin
 
+import lxml.html
 import pytest
+from markdown_it import MarkdownIt
 from parsel import Selector
 
 from scraper.docpages.extract import extract_page, is_cookie_banner
-from tests.support.docs_fixtures import fenced_blocks
+from tests.support.docs_fixtures import fenced_blocks, pipe_tables
 from tests.support.generator_pages import (
     PAGES,
     TABBED,
     GeneratorPage,
+    code_labels,
     code_texts,
     page_html,
     tab_panels,
@@ -165,7 +169,9 @@ def test_cookie_rule_drops_banners_not_content_about_cookies() -> None:
 
 def test_fidelity_fields_count_the_blocks_and_those_byte_exact(page) -> None:
     fixture, _, doc = page
-    assert (doc.code_blocks, doc.code_blocks_exact) == (fixture.code_blocks, fixture.code_blocks)
+    fidelity = doc.fidelity
+    assert (fidelity.code_blocks, fidelity.code_blocks_exact) == (fixture.code_blocks,) * 2
+    assert fidelity.complete, fidelity
 
 
 def test_fidelity_counts_a_block_the_markdown_does_not_hold() -> None:
@@ -224,3 +230,171 @@ def test_latest_and_stable_of_one_page_are_one_item() -> None:
                         title=items["stable"]["title"], headings=items["stable"]["headings"],
                         markdown=items["latest"]["markdown"])  # links into another version
     assert content_hash(other) != content_hash(items["stable"])
+
+
+def _page(name: str) -> GeneratorPage:
+    return next(page for page in PAGES if page.name == name)
+
+
+def read_markdown(markdown: str) -> lxml.html.HtmlElement:
+    """The Markdown as a CommonMark reader (GFM's tables and strikethrough on) renders it."""
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown)
+    return lxml.html.fromstring(f"<div>{rendered}</div>")
+
+
+def test_code_blocks_with_their_labels_inside_once_per_theme() -> None:
+    """Shiki twoslash on Docusaurus draws each block twice, for the light and the dark theme,
+    with its language (``div.language-id``) and its file name (``div.code-title``) inside the
+    ``<pre>``: each block comes once, fenced with the label's language, the file name a line
+    of its own right above it."""
+    html = page_html(_page("docusaurus-shiki-twoslash-rematch-installation"))
+    doc = extract_page(Selector(text=html), PAGE_URL)
+    labels = code_labels(html)
+    blocks = fenced_blocks(doc.markdown)
+    assert len(lxml.html.fromstring(html).xpath("//pre")) == 2 * len(blocks) == 22
+    assert all(language for language, _ in labels)
+    assert [language for language, _ in blocks] == [language for language, _ in labels]
+    titled = [(title, language, code) for (language, title), (_, code)
+              in zip(labels, blocks, strict=True) if title]
+    assert len(titled) == 6
+    for title, language, code in titled:
+        assert doc.markdown.count(f"\n\n{title}\n\n```{language}\n{code}\n```") == 1, title
+
+
+def test_no_image_in_the_markdown_but_the_pages_own() -> None:
+    """Text that ends in "!" right before a link (rustdoc's "impl !Send") must not read as an
+    image: every image a CommonMark reader finds is one the page shows."""
+    from tests.support.docs_fixtures import PAGES as FIVE
+    from tests.support.docs_fixtures import fixture_html
+
+    pages = [(page.name, page_html(page)) for page in PAGES] + \
+        [(page.name, fixture_html(page)) for page in FIVE]
+    bangs = 0
+    for name, html in pages:
+        markdown = extract_page(Selector(text=html), PAGE_URL).markdown
+        shown = {unquote(urljoin(PAGE_URL, img.get("src", "").strip()))
+                 for img in lxml.html.fromstring(html).iter("img")}
+        for img in read_markdown(markdown).iter("img"):
+            assert unquote(img.get("src")) in shown, (name, img.get("src"))
+        bangs += markdown.count("\\![")
+    assert bangs >= 4  # rustdoc's four "impl !Trait for" headings
+
+
+def _layout(table: lxml.html.HtmlElement) -> list[list[str]]:
+    """A table's cells on the grid a browser lays them out on, a merged cell's text in every
+    position it covers (written here on its own, as the HTML spec's table model says)."""
+    taken: dict[tuple[int, int], str] = {}
+    rows = table.xpath("./tr | ./thead/tr | ./tbody/tr")
+    for r, row in enumerate(rows):
+        c = 0
+        for cell in row.xpath("./td | ./th"):
+            while (r, c) in taken:
+                c += 1
+            text = " ".join(cell.text_content().split())
+            for down in range(int(cell.get("rowspan", "1"))):
+                for right in range(int(cell.get("colspan", "1"))):
+                    taken[(r + down, c + right)] = text
+            c += int(cell.get("colspan", "1"))
+    width = max(c for _, c in taken) + 1
+    return [[taken.get((r, c), "") for c in range(width)] for r in range(len(rows))]
+
+
+def test_merged_cells_stay_under_their_headers() -> None:
+    """docutils' grid tables with ``rowspan`` and ``colspan``: a table of one-line cells is a
+    pipe table with a merged cell in every position it covers; one whose cells hold blocks is
+    the list form, a cell spanning rows in each row's item, one spanning columns once."""
+    html = page_html(_page("sphinx-rtd-merged-cells-lists-tables"))
+    markdown = extract_page(Selector(text=html), PAGE_URL).markdown
+    grid, truth = [table for table in lxml.html.fromstring(html).iter("table")
+                   if table.xpath(".//*[@rowspan or @colspan]")]
+    assert _layout(truth) in pipe_tables(markdown)
+    header, *rows = _layout(grid)
+    assert rows[3] == ["body row 4", "Cells may span rows.", "Table cells contain body elements.",
+                       "Table cells contain body elements."]
+    assert ("- **Header row, column 1 (header rows optional)**: body row 4\n\n"
+            "  **Header 2**: Cells may span rows.\n\n  **Header 3**:\n\n  - Table cells\n"
+            "  - contain\n  - body elements.\n\n"
+            "- **Header row, column 1 (header rows optional)**: body row 5\n\n"
+            "  **Header 2**: Cells may also be empty: `-->`") in markdown
+    assert "- **Header row, column 1 (header rows optional)**: body row 2\n\n" \
+           "  **Header 2**: Cells may span columns.\n\n- " in markdown
+    assert header[1:] == ["Header 2", "Header 3", "Header 4"]
+
+
+def _fidelity(name: str, fool: Any = None) -> Any:
+    from scraper.docpages.extract import is_boilerplate, main_content
+    from scraper.docpages.fidelity import check
+
+    selector = Selector(text=page_html(_page(name)))
+    markdown = extract_page(selector, PAGE_URL).markdown
+    return check(main_content(selector), fool(markdown) if fool else markdown, is_boilerplate)
+
+
+def test_fidelity_drops_below_100_on_a_conversion_built_to_fool_it() -> None:
+    """The record reads the page on its own, never the converter's walk: a conversion that
+    takes a block's labels for code, writes each theme's copy, drops a tab's label, shifts a
+    merged cell or loses a callout's title is below 100% in that form."""
+    shiki = "docusaurus-shiki-twoslash-rematch-installation"
+    full = _fidelity(shiki)
+    assert (full.code_blocks, full.tabs) == (11, 8) and full.complete
+
+    def labels_as_code(markdown: str) -> str:  # what the converter wrote before issue 42
+        return re.sub(r"^```(\w+)$", r"```\n\1", markdown, flags=re.M)
+
+    assert _fidelity(shiki, labels_as_code).code_blocks_exact == 0
+
+    def twice(markdown: str) -> str:
+        return re.sub(r"^(```\w*\n.*?\n```)$", r"\1\n\n\1", markdown, flags=re.M | re.S)
+
+    assert _fidelity(shiki, twice).code_blocks_exact == 1  # only the first is the next block
+
+    def unlabelled(markdown: str) -> str:
+        return markdown.replace("**npm**\n\n", "").replace("**TypeScript**\n\n", "")
+
+    fooled = _fidelity(shiki, unlabelled)  # one "npm" and three "TypeScript" labels gone
+    assert (fooled.tabs_labelled, fooled.below()) == (4, ["tabs"])
+
+    merged = "sphinx-rtd-merged-cells-lists-tables"
+    full = _fidelity(merged)
+    assert (full.tables, full.callouts) == (7, 1) and full.complete
+
+    def shifted(markdown: str) -> str:  # rowspan and colspan dropped, as other converters do
+        return markdown.replace("body row 4\n\n  **Header 2**: Cells may span rows.\n\n"
+                                "  **Header 3**:\n\n  - Table cells\n  - contain\n"
+                                "  - body elements.", "body row 4").replace(
+            "| Inputs | Inputs | Output |", "| Inputs | Output |  |")
+
+    assert _fidelity(merged, shifted).tables_kept == 5
+
+    def untitled(markdown: str) -> str:
+        return markdown.replace("  > **Note**\n  >\n", "")
+
+    fooled = _fidelity(merged, untitled)
+    assert (fooled.callouts_kept, fooled.below()) == (0, ["callouts"])
+
+
+def test_fidelity_counts_what_the_converter_writes_flat() -> None:
+    """A table and a callout nested deeper than the converter nests containers are written
+    flat: shown, not kept. A <pre> in a heading is inline code: shown, not exact."""
+    deep = 13
+    doc = extract_page(Selector(text=(
+        "<html><body><main><h2>Run <pre>make</pre></h2>" + "<ul><li>" * deep
+        + "<table><tr><th>A</th></tr><tr><td>1</td></tr></table><aside class='admonition'>"
+        "<p class='admonition-title'>Tip</p><p>Deep.</p></aside>" + "</li></ul>" * deep
+        + "<table><tr><th>A</th></tr><tr><td>1</td></tr></table></main></body></html>")),
+        PAGE_URL)
+    fidelity = doc.fidelity
+    assert (fidelity.code_blocks, fidelity.code_blocks_exact) == (1, 0)
+    assert (fidelity.tables, fidelity.tables_kept, fidelity.callouts, fidelity.callouts_kept) \
+        == (2, 1, 1, 0)
+
+
+@pytest.mark.timeout(30)
+def test_fidelity_reads_a_line_of_brackets_in_one_pass() -> None:
+    """Forty thousand "[" in a table cell: the read-back pairs a line's brackets in one pass
+    (a search for each one's closing bracket took 32 s on half as many) and the table is
+    kept."""
+    doc = extract_page(Selector(text="<html><body><main><table><tr><th>A</th></tr><tr><td>"
+                                     + "[" * 40_000 + "</td></tr></table></main></body></html>"),
+                       PAGE_URL)
+    assert (doc.fidelity.tables, doc.fidelity.tables_kept) == (1, 1)

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
 import sys
 from typing import Any
 
+import lxml.html
 import pytest
+from markdown_it import MarkdownIt
 from parsel import Selector
 
 from benchmarks.markdown import CONTENDERS
@@ -200,3 +203,46 @@ def test_text_after_skipped_elements_comes_once_and_in_order() -> None:
     assert doc.text == "Foo bar baz a b c"
     assert doc.markdown == ("## [Foo **bar**](https://h.example/docs/a/page.html#x) baz\n\n"
                             "a b c")
+
+
+def read_back(markdown: str) -> lxml.html.HtmlElement:
+    """The Markdown as a CommonMark reader (GFM's tables and strikethrough on) renders it."""
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown)
+    return lxml.html.fromstring(f"<div>{rendered}</div>")
+
+
+@pytest.mark.parametrize("text", [
+    "impl !Send, and a bang! [not a link](nor this)",
+    "__init__ and _private_ and snake_case_name",
+    "*stars* **more** `ticks` \\back\\slash",
+    "[label]: /looks-like-a-reference",
+    "&amp; &#35; &copy; are entities, & alone is not",
+    "<b>not a tag</b> and <https://not.an/autolink>",
+    "~~not struck~~ and ~/.bashrc",
+    "1. not a list",
+    "# not a heading",
+    "- nor an item",
+])
+def test_text_reads_back_as_the_same_text(text: str) -> None:
+    """Text that CommonMark would read as markup comes out escaped: a reader gets the text."""
+    markdown = convert(f"<p>{html.escape(text)}</p>").markdown
+    assert read_back(markdown).text_content().strip() == text, markdown
+
+
+def test_text_next_to_markup_keeps_its_meaning() -> None:
+    """Where text meets inline markup: "!" before a link is text (rustdoc's ``impl !Send``), a
+    link's text keeps its brackets and code, an image in a link stays an image, a heading's
+    trailing "#" stays."""
+    doc = convert('<h2>Issue #</h2><p>impl !<a href="/send">Send</a> for T</p>'
+                  '<p><a href="/x">a[0] <code>b[1]</code></a> '
+                  '<a href="/y"><img src="/badge.svg" alt="a]b"></a></p>')
+    read = read_back(doc.markdown)
+    assert read.findtext("h2") == "Issue #"
+    first, second = read.findall("p")
+    assert first.text_content() == "impl !Send for T" and first.find(".//img") is None
+    assert [(a.get("href"), a.text_content()) for a in first.iter("a")] == \
+        [("https://h.example/send", "Send")]
+    links = second.findall("a")
+    assert links[0].text_content() == "a[0] b[1]" and links[0].find("code").text == "b[1]"
+    assert [(img.get("src"), img.get("alt")) for img in links[1].iter("img")] == \
+        [("https://h.example/badge.svg", "a]b")]

@@ -1,0 +1,386 @@
+"""What a reader is shown of a page's main content, read from the tree on its own: each code
+block's code as a browser lays it out, each tab panel under its label, each table's cells on
+their grid, each callout under its title. The fidelity check (:mod:`.fidelity`) holds the
+converter's Markdown against this reading.
+
+It shares with the converter only the definitions of what is not content (:mod:`.visible`,
+:mod:`.tabs`, :mod:`.callouts`) and the page's own furniture rule (``skip``), never its walk:
+a label the converter takes for code, a copy it writes twice or a cell it shifts is not in
+this reading, so the page falls below 100% in its own record.
+
+Cost: one XPath finds the candidates, an ancestor walk with a memo judges each once; the text
+of a table cell, panel or callout is read from its own subtree. Structures nested deeper than
+the converter nests containers (:data:`MAX_DEPTH`) are counted and not read: the converter
+writes them flat, so they are not kept, and reading them would cost depth × size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from scraper.docpages.callouts import icon_title, is_callout, is_callout_title, is_layout_table
+from scraper.docpages.tables import Grid, span, starts_cell
+from scraper.docpages.tabs import is_tab_strip, is_theme_copy, tab_label
+from scraper.docpages.visible import (
+    CODE_DIV_CLASSES,
+    CODE_LINE_CLASS,
+    INVISIBLE,
+    LINE_NUMBER_CLASSES,
+    TITLE_LABEL,
+    classes,
+    is_code_callout,
+    is_code_table,
+    label_text,
+    not_code,
+    not_content,
+    squeeze,
+    unselectable,
+)
+
+Skip = Callable[[etree._Element], bool]
+
+MAX_DEPTH = 24
+"""Containers (lists, items, quotes, callouts, tables, cells) the converter nests before it
+writes the rest flat: scraper/docpages/markdown.py's MAX_NESTING."""
+PANEL_PREFIX = 32
+"""Characters of a tab panel's text that must follow its label."""
+CALLOUT_TEXT = 2000
+"""Characters of a callout's text that must be in its quote."""
+
+_CANDIDATES = etree.XPath(".//pre | .//table | .//div[@class] | .//aside[@class] | .//details"
+                          " | .//*[@role='tabpanel']")
+# MkDocs Material's tab panels (tabs.tab_label): "tabbed-block", legacy "tabbed-content".
+_TABBED = re.compile(r"\btabbed-(?:block|content)\b")
+_CONTAINERS = frozenset({"ul", "ol", "menu", "li", "dd", "blockquote", "table", "td", "th",
+                         "caption"})
+_HAS_HEADING = etree.XPath("boolean(.//h1 | .//h2 | .//h3 | .//h4 | .//h5 | .//h6)")
+# Where a browser starts and ends a line in code (display: block, list-item, table-row).
+_LINE_TAGS = frozenset({"div", "p", "li", "tr", "table", "details", "summary", "ul", "ol", "dl",
+                        "dt", "dd", "section", "article", "aside", "header", "figure",
+                        "figcaption", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6",
+                        "hr", "address", "main", "center"})
+_ROWS = etree.XPath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
+# What may make a <pre> more than its code's text and inline tokens: a line's element, a break,
+# something not code (visible.not_code: by tag, by a class holding one of these words, by a
+# user-select style). Without any, its code is its text as it stands, read in C; a false alarm
+# only costs the full reading.
+_MAYBE_TAGS = _LINE_TAGS | INVISIBLE | {"br"}
+_MAYBE_CLASS = re.compile(r"ln|lineno|line-numbers|gutter|hideme|conum|language-id|code-title"
+                          r"|error|meta-line")
+
+
+@dataclass(slots=True)
+class ShownTable:
+    """A table's rows, split where a row holds a heading (the heading is the page's, the rows
+    after it another table); per grid position: the cell's text without whitespace, whether the
+    cell starts there (not the continuation of a ``colspan``), whether it shows an image.
+    ``header``: the first row is all header cells."""
+
+    rows: list[list[tuple[str, bool, bool]]]
+    header: bool
+
+
+@dataclass(slots=True)
+class Shown:
+    codes: list[str] = field(default_factory=list)
+    tabs: list[tuple[str, str]] = field(default_factory=list)  # label, its panel's first text
+    tables: list[ShownTable | None] = field(default_factory=list)  # None: nested too deep
+    callouts: list[tuple[str, str] | None] = field(default_factory=list)  # title, text
+
+
+class Reader:
+    """One page's main content: ``read`` finds what it shows; ``placed`` judges where an
+    element sits, remembering each ancestor it judged."""
+
+    def __init__(self, skip: Skip | None) -> None:
+        self.skip = skip
+        self._hidden: dict[etree._Element, bool] = {}  # left out, with what it holds
+        self._depth: dict[etree._Element, int] = {}  # containers around and including it
+        self._code: set[etree._Element] = set()  # in a code block
+
+    # ------------------------------------------------------------------ judging elements
+
+    def hides(self, element: etree._Element) -> bool:
+        """The element itself is left out with everything in it (not looking at ancestors)."""
+        tag = element.tag
+        if not isinstance(tag, str):
+            return True
+        tag = tag.lower()
+        names = classes(element)
+        return (not_content(element, tag, names) or is_tab_strip(element, names)
+                or is_theme_copy(element) or icon_title(element, names) is not None
+                or (self.skip is not None and self.skip(element)))
+
+    def placed(self, element: etree._Element, root: etree._Element) -> tuple[bool, int, bool]:
+        """(shown, containers around it, inside a code block): from the nearest judged
+        ancestor down, each ancestor judged once per page."""
+        path = []
+        node = element.getparent()
+        while node is not None and node not in self._hidden:
+            path.append(node)
+            if node is root:
+                break
+            node = node.getparent()
+        hidden, depth, code = (False, 0, False) if node is None or node not in self._hidden \
+            else (self._hidden[node], self._depth[node], node in self._code)
+        for node in reversed(path):
+            if node not in self._hidden:
+                tag = node.tag.lower() if isinstance(node.tag, str) else ""
+                hidden = hidden or (node is not root and self.hides(node))
+                depth += tag in _CONTAINERS or (tag in ("div", "aside", "details")
+                                                and is_callout(tag, classes(node)))
+                code = code or is_code_block(node)
+                self._hidden[node], self._depth[node] = hidden, depth
+                if code:
+                    self._code.add(node)
+        return not hidden, depth, code
+
+    # ------------------------------------------------------------------ the page
+
+    def read(self, root: etree._Element) -> Shown:
+        shown = Shown()
+        self._hidden[root], self._depth[root] = False, 0
+        for element in _CANDIDATES(root):
+            tag = element.tag.lower()
+            names = classes(element)
+            if tag not in ("pre", "table") and not self.structure(element, tag, names):
+                continue  # a box of layout: what it shows is read with what holds it
+            visible, depth, in_code = self.placed(element, root)
+            if not visible or in_code or self.hides(element):
+                continue
+            if is_code_block(element):
+                code = code_text(element)
+                if code is not None:
+                    shown.codes.append(code[1])
+            elif tag == "table" and not is_code_table(element) and not is_layout_table(element):
+                if depth >= MAX_DEPTH:
+                    shown.tables.append(None)
+                else:
+                    shown.tables.extend(self.table(element))
+            elif is_callout(tag, names):
+                shown.callouts.append(None if depth >= MAX_DEPTH else self.callout(element))
+            elif (label := tab_label(element)) is not None:
+                text, images = self.text(element, limit=PANEL_PREFIX)
+                if text or images:
+                    shown.tabs.append((" ".join(label.split()), text[:PANEL_PREFIX]))
+        return shown
+
+    @staticmethod
+    def structure(element: etree._Element, tag: str, names: set[str]) -> bool:
+        """A Doxygen fragment, a callout or a tab panel."""
+        return bool(names & CODE_DIV_CLASSES) or is_callout(tag, names) or \
+            element.get("role") == "tabpanel" or bool(_TABBED.search(element.get("class") or ""))
+
+    # ------------------------------------------------------------------ reading structures
+
+    def text(self, top: etree._Element, leave_out: etree._Element | None = None,
+             limit: int | None = None) -> tuple[str, int]:
+        """The visible text of ``top`` without whitespace, and how many images it shows; a code
+        block's title and code as a browser draws them. ``leave_out``: a title read on its own.
+        ``limit``: characters enough, the rest is not read."""
+        parts: list[str] = []
+        images = 0
+        size = 0
+        skipped: etree._Element | None = None
+        walker = etree.iterwalk(top, events=("start", "end"))
+        for event, element in walker:
+            if event == "end":
+                # A skipped element's tail was taken at its start; lxml may send its end or not.
+                if element is not top and element is not skipped:
+                    size += _add(parts, element.tail)
+                skipped = None
+                if limit is not None and size >= limit:
+                    break
+                continue
+            skipped = None
+            if element is not top:
+                skip = element is leave_out or self.hides(element)
+                if skip or is_code_block(element):
+                    walker.skip_subtree()
+                    skipped = element
+                    code = None if skip else code_text(element)
+                    if code is not None:
+                        size += _add(parts, code[0]) + _add(parts, code[1])
+                    size += _add(parts, element.tail)
+                    continue
+            if element.tag == "img":
+                images += 1
+                source = (element.get("src") or "").strip()
+                if not source or source.startswith("data:"):
+                    size += _add(parts, element.get("alt"))  # the converter writes it
+            size += _add(parts, element.text)
+        text = "".join(parts)
+        return (text if limit is None else text[:limit]), images
+
+    def table(self, table: etree._Element) -> list[ShownTable]:
+        grid: Grid[_Cell] = Grid(_EMPTY_CELL)
+        parts: list[ShownTable] = []
+        for row in _ROWS(table):
+            cells = [cell for cell in row if isinstance(cell.tag, str) and
+                     cell.tag.lower() in ("td", "th") and not self.hides(cell)]
+            if any(_HAS_HEADING(cell) for cell in cells):
+                _table_part(grid, parts)
+                grid = Grid(_EMPTY_CELL)
+                continue
+            for cell in cells:
+                header = cell.tag.lower() == "th" or row.getparent().tag == "thead"
+                text, images = self.text(cell)
+                grid.add((text, header, images > 0), span(cell.get("rowspan"), rows=True),
+                         span(cell.get("colspan")))
+            grid.end_row()
+        _table_part(grid, parts)
+        return parts
+
+    def callout(self, box: etree._Element) -> tuple[str, str]:
+        title_element, title = None, ""
+        for element in box.iter():
+            if element is box or not isinstance(element.tag, str):
+                continue
+            names = classes(element)
+            icon = icon_title(element, names)
+            if icon is not None:
+                title_element, title = element, icon
+                break
+            if is_callout_title(names) or (element.tag == "summary"
+                                           and element.getparent() is box):
+                title_element, title = element, label_text(element)
+                break
+            if is_callout(element.tag, names):
+                break  # a callout inside before any title: this one has none
+        text, _ = self.text(box, leave_out=title_element, limit=CALLOUT_TEXT)
+        return title, text[:CALLOUT_TEXT]
+
+
+def _add(parts: list[str], text: str | None) -> int:
+    if not text:
+        return 0
+    text = squeeze(text)
+    if text:
+        parts.append(text)
+    return len(text)
+
+
+_Cell = tuple[str, bool, bool]  # text, header?, images?
+_EMPTY_CELL: _Cell = ("", False, False)
+
+
+def _table_part(grid: Grid[_Cell], parts: list[ShownTable]) -> None:
+    rows = [row for row in grid.rows if row]
+    if not rows:
+        return
+    header = all(is_header for (_, is_header, _), _ in rows[0])
+    parts.append(ShownTable([[(text, starts_cell(row, column), images)
+                              for column, ((text, _, images), _) in enumerate(row)]
+                             for row in rows], header))
+
+
+def is_code_block(element: etree._Element) -> bool:
+    tag = element.tag
+    return tag == "pre" or (tag == "div" and bool(classes(element) & CODE_DIV_CLASSES))
+
+
+def code_text(block: etree._Element) -> tuple[str, str] | None:
+    """A code block's title (a label drawn in it) and its code as a browser lays it out; None
+    for the line-number column of a code table (a ``<pre>`` of line numbers only)."""
+    fragment = block.tag != "pre"
+    if not fragment and just_text(block):
+        code = "".join(block.itertext())
+        # The HTML parser's rule: a newline right after <pre> is not text.
+        return "", (code[1:] if (block.text or "").startswith("\n") else code).removesuffix("\n")
+    out: list[str] = []
+    title = ""
+    numbers = False
+    text = block.text or ""
+    if not fragment and text.startswith("\n"):
+        text = text[1:]
+    _code_add(out, text, fragment)
+    lines: dict[etree._Element, int] = {}  # open div.line → where it began in ``out``
+    skipped: etree._Element | None = None
+    walker = etree.iterwalk(block, events=("start", "end"))
+    for event, element in walker:
+        if element is block:
+            continue
+        if event == "end":
+            if element is skipped:  # its tail was taken at its start
+                skipped = None
+                continue
+            tag = element.tag
+            if tag in _LINE_TAGS:
+                if lines.pop(element, -1) == len(out):
+                    out.append("\n")  # an empty div.line: CSS gives it a line's height
+                else:
+                    _line_break(out)
+            _code_add(out, element.tail, fragment)
+            continue
+        skipped = None
+        tag = element.tag
+        value = element.get("class") if isinstance(tag, str) else None
+        names = set(value.split()) if value else set()
+        if _maybe_not_code(element, tag, value) and not_code(element, names, block):
+            walker.skip_subtree()
+            skipped = element
+            if TITLE_LABEL in names and not title:
+                title = label_text(element)
+            if names & LINE_NUMBER_CLASSES or unselectable(element):
+                numbers = True
+            if is_code_callout(element, names) and out:
+                out[-1] = out[-1].rstrip(" \t")  # the space before a callout is not code
+            # lxml may send a skipped element's "end" or not: its tail is taken here.
+            _code_add(out, element.tail, fragment)
+            continue
+        if tag == "br":
+            out.append("\n")
+        elif tag in _LINE_TAGS:
+            _line_break(out)
+            if tag == "div" and CODE_LINE_CLASS in names:
+                lines[element] = len(out)
+        _code_add(out, element.text, fragment)
+    code = "".join(out).removesuffix("\n")
+    if numbers and not code.strip():
+        return None
+    return title, code
+
+
+def just_text(block: etree._Element) -> bool:
+    """Whether ``block``'s code is its text as it stands (see _MAYBE_TAGS)."""
+    for element in block.iterdescendants():
+        tag = element.tag
+        if not isinstance(tag, str) or tag in _MAYBE_TAGS or \
+                _maybe_not_code(element, tag, element.get("class")):
+            return False
+    return True
+
+
+def _maybe_not_code(element: etree._Element, tag: object, names: str | None) -> bool:
+    """Whether ``element`` may be something visible.not_code leaves out of code; one that is not
+    is not asked (most of a block's elements are its tokens). ``b``: an AsciiDoc callout's
+    number after its font icon."""
+    if not isinstance(tag, str) or tag in INVISIBLE or tag == "b":
+        return True
+    if names is not None and _MAYBE_CLASS.search(names):
+        return True
+    style = element.get("style")
+    return style is not None and "user-select" in style
+
+
+def _code_add(out: list[str], text: str | None, fragment: bool) -> None:
+    if not text:
+        return
+    if fragment and "\n" in text and not text.strip():
+        return  # between a Doxygen fragment's line divs: not laid out
+    out.append(text)
+
+
+def _line_break(out: list[str]) -> None:
+    if out and not out[-1].endswith("\n"):
+        out.append("\n")
+
+
+def read_shown(root: etree._Element, skip: Skip | None = None) -> Shown:
+    return Reader(skip).read(root)
+
+
