@@ -1,4 +1,6 @@
-"""A docs page whose Markdown does not hold all its code byte-exact is logged once, with its URL.
+"""A docs page whose Markdown keeps less than its content shows (code blocks byte-exact, tab
+panels under their labels, tables with every cell under its header, callouts under their
+titles) is logged once, with its URL and each form below 100%.
 
 After the content-hash dedup: a page is logged when its content is new, so an unchanged page
 fetched again in later rounds is not logged again; a changed one is judged anew."""
@@ -10,9 +12,20 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
+from scraper.docpages.fidelityrecord import FORMS
 from scraper.items import DocPageItem
 
 logger = logging.getLogger(__name__)
+
+
+def shortfalls(item: Any) -> list[str]:
+    """Each form the item's Markdown keeps fewer of than its page shows, as "k of n <what>"."""
+    below = []
+    for shown, kept, noun, how in FORMS:
+        total, held = item.get(shown) or 0, item.get(kept) or 0
+        if held < total:
+            below.append(f"{held} of its {total} {noun} {how}")
+    return below
 
 
 class CodeFidelityPipeline:
@@ -25,9 +38,9 @@ class CodeFidelityPipeline:
 
     def process_item(self, item: Any) -> Any:
         if isinstance(item, DocPageItem):
-            blocks, exact = item.get("code_blocks") or 0, item.get("code_blocks_exact") or 0
-            if exact < blocks:
+            below = shortfalls(item)
+            if below:
                 self.stats.inc_value("docs/pages_below_full_fidelity")
-                logger.warning("code fidelity: %s holds %d of its %d code blocks byte-exact in "
-                               "its Markdown", item["url"], exact, blocks)
+                logger.warning("docs fidelity: %s holds %s in its Markdown", item["url"],
+                               ", ".join(below))
         return item

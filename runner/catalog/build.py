@@ -29,6 +29,7 @@ from typing import Any
 
 from runner.catalog import trendingsnapshots as trending
 from runner.catalog.records import (
+    FIDELITY_FIELDS,
     BadRecord,
     developer_snapshot,
     docs_row,
@@ -74,7 +75,7 @@ TEMP_DDL = (
     *trending.TEMP_DDL,
     f"CREATE TEMP TABLE IF NOT EXISTS search (id, collected_at, {', '.join(_REPO_META)})",
     "CREATE TEMP TABLE IF NOT EXISTS docs (url, content_hash, collected_at, title, markdown, "
-    "code_blocks, code_blocks_exact, version)",
+    f"version, {', '.join(FIDELITY_FIELDS)})",
 )
 
 MERGE_SQL = (
@@ -95,8 +96,9 @@ MERGE_SQL = (
     "GROUP BY url, content_hash ON CONFLICT (url, content_hash) DO UPDATE SET "
     "first_seen = min(first_seen, excluded.first_seen)",
     # One content hash is one content: the first line of it loaded says what it says.
-    "INSERT OR IGNORE INTO docs_contents SELECT url, content_hash, title, markdown, code_blocks, "
-    "code_blocks_exact, version FROM temp.docs ORDER BY collected_at",
+    f"INSERT OR IGNORE INTO docs_contents (url, content_hash, title, markdown, version, "
+    f"{', '.join(FIDELITY_FIELDS)}) SELECT url, content_hash, title, markdown, version, "
+    f"{', '.join(FIDELITY_FIELDS)} FROM temp.docs ORDER BY collected_at",
     "INSERT OR REPLACE INTO docs_pages SELECT v.url, v.title, v.content_hash, a.first_seen, "
     "a.last_changed, a.versions FROM (SELECT url, min(first_seen) AS first_seen, "
     "max(first_seen) AS last_changed, count(*) AS versions FROM docs_versions "
@@ -257,7 +259,7 @@ class _Buffers:
         **{f"{kind.temp}{table}": sql for kind in trending.KINDS
            for table, sql in (("snap", kind.insert_snap), ("snaprows", kind.insert_snaprows))},
         "search": f"INSERT INTO temp.search VALUES ({', '.join('?' * (2 + len(_REPO_META)))})",
-        "docs": "INSERT INTO temp.docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "docs": f"INSERT INTO temp.docs VALUES ({', '.join('?' * (6 + len(FIDELITY_FIELDS)))})",
     }
 
     def __init__(self, conn: Any) -> None:
@@ -437,5 +439,5 @@ def cmd_catalog(args: argparse.Namespace, config: CollectorConfig) -> int:
         from runner.catalog.sitefidelity import catalog_fidelity
 
         for site in catalog_fidelity(layout, config):
-            print(f"docs code fidelity: {site.describe()}")
+            print(f"docs fidelity: {site.describe()}")
     return 0

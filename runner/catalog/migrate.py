@@ -25,6 +25,17 @@ class TableLike(Protocol):
 _OLD_ORDER = "ORDER BY period, trending_language, observed_at, rank"
 
 
+def add_columns(conn: sqlite3.Connection, table: str,
+                columns: tuple[tuple[str, str, str], ...]) -> None:
+    """Columns a table gained since the catalog was made, added at its end (NULL in the rows it
+    has): a catalog built before docs_contents counted tabs, tables and callouts takes the new
+    counts without a rebuild."""
+    have = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+    for name, kind, _ in columns:
+        if name not in have:
+            conn.execute(f'ALTER TABLE "{table}" ADD COLUMN {name} {kind}')
+
+
 def migrate(conn: sqlite3.Connection, schema_version: int,
             tables: Mapping[str, TableLike]) -> None:
     """Bring ``conn``'s catalog to ``schema_version`` (whose tables are ``tables``, by name); a

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scraper.docpages.fidelityrecord import FIELDS as FIDELITY_FIELDS
+
 
 class BadRecord(ValueError):
     """One line the catalog cannot use; the message names the field and what was expected."""
@@ -140,12 +142,12 @@ def search_row(record: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def docs_row(record: dict[str, Any]) -> tuple[Any, ...]:
-    """A docs item → (url, content_hash, collected_at, title, markdown, code_blocks,
-    code_blocks_exact, version)."""
+    """A docs item → (url, content_hash, collected_at, title, markdown, version, then its
+    fidelity counts in FIDELITY_FIELDS' order; None for a count an older item lacks)."""
     return (_field(record, "url", str, "a URL"),
             _field(record, "content_hash", str, "a sha256 hex digest"), stamp(record),
             _field(record, "title", str, "text", optional=True),
             _field(record, "markdown", str, "Markdown text", optional=True),
-            _field(record, "code_blocks", int, "an integer", optional=True),
-            _field(record, "code_blocks_exact", int, "an integer", optional=True),
-            _field(record, "version", str, "a version name", optional=True))
+            _field(record, "version", str, "a version name", optional=True),
+            *(_field(record, name, int, "an integer", optional=True)
+              for name in FIDELITY_FIELDS))

@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.catalog.migrate import migrate
+from runner.catalog.migrate import add_columns, migrate
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +209,17 @@ TABLES: tuple[Table, ...] = (
         ("code_blocks_exact", "INTEGER", "of them, byte-exact in markdown"),
         ("version", "TEXT", "the version the page documents (its URL's or its version "
                             "switcher's), NULL if it names none"),
+        # Added later: at the end, where ALTER TABLE puts them in an older catalog.
+        ("tabs", "INTEGER", "tab panels in the content (NULL: collected before they were "
+                            "counted)"),
+        ("tabs_labelled", "INTEGER", "of them, under their tab's label in markdown"),
+        ("tables", "INTEGER", "tables in the content (NULL: collected before they were "
+                              "counted)"),
+        ("tables_kept", "INTEGER", "of them, every cell under its column's header in markdown "
+                                   "(merged cells spread or listed, not shifted)"),
+        ("callouts", "INTEGER", "callouts (notes, tips, warnings) in the content (NULL: "
+                                "collected before they were counted)"),
+        ("callouts_kept", "INTEGER", "of them, a quote under their title in markdown"),
     ), key=("url", "content_hash")),
     Table("items_per_hour", "Items collected per hour and spider", (
         ("spider", "TEXT NOT NULL", "trending, search or docs"),
@@ -286,6 +297,8 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     migrate(conn, SCHEMA_VERSION, TABLE_BY_NAME)
     for table in TABLES:
         conn.execute(table.ddl())
+        if table.view is None:
+            add_columns(conn, table.name, table.columns)
     for index in INDEXES:
         conn.execute(index)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")

@@ -266,9 +266,11 @@ def render_status(status: dict[str, Any]) -> str:
     if status.get("docs_fidelity"):
         from runner.catalog.sitefidelity import SiteFidelity
 
-        lines.append("docs code fidelity (catalog):")
+        lines.append("docs fidelity (catalog):")
         for site in status["docs_fidelity"]:  # the site on a line of its own: URLs are long
-            lines += [f"  {site['site']}", f"    {SiteFidelity(**site).totals()}"]
+            totals = SiteFidelity(**site)
+            lines += [f"  {site['site']}", *(f"    {form}" for form in totals.forms()),
+                      f"    {totals.pages_line()}"]
     if "cluster" in status:
         from runner.status.clusterview import render_cluster
 

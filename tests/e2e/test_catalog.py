@@ -593,3 +593,37 @@ def test_catalog_interval_is_validated() -> None:
         parse_config("catalog_interval: soon\n", "c.yaml")
     assert str(error.value) == ("c.yaml: catalog_interval: 'soon' is not a duration such as "
                                 "90, 45s, 30m, 12h or 7d")
+
+
+def test_a_catalog_before_the_form_counts_takes_them_on_connect(tmp_path: Path) -> None:
+    """docs_contents of a catalog made before tabs, tables and callouts were counted gains the
+    columns at its end on the next connect, NULL in the rows it has; the per-site totals read
+    it before (status, read-only) and after, a count it lacks being none of that form."""
+    from runner.catalog.schema import TABLE_BY_NAME, connect
+    from runner.catalog.sitefidelity import site_fidelity
+
+    db = tmp_path / "catalog.sqlite"
+    old = sqlite3.connect(db)
+    old.execute("CREATE TABLE docs_contents (url TEXT NOT NULL, content_hash TEXT NOT NULL, "
+                "title TEXT, markdown TEXT, code_blocks INTEGER, code_blocks_exact INTEGER, "
+                "version TEXT, PRIMARY KEY (url, content_hash)) WITHOUT ROWID")
+    old.execute(TABLE_BY_NAME["docs_pages"].ddl())
+    old.execute("INSERT INTO docs_contents VALUES ('https://d.example/a', 'h', 'A', '# A', 2, "
+                "1, NULL)")
+    old.execute("INSERT INTO docs_pages VALUES ('https://d.example/a', 'A', 'h', "
+                "'2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', 1)")
+    old.execute("PRAGMA user_version=2")
+    old.commit()
+    (before,) = site_fidelity(old, ["https://d.example/"])
+    old.close()
+    conn = connect(db)
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(docs_contents)")]
+    assert columns == TABLE_BY_NAME["docs_contents"].column_names
+    assert conn.execute("SELECT code_blocks, tabs, tables_kept, callouts FROM docs_contents"
+                        ).fetchall() == [(2, None, None, None)]
+    (after,) = site_fidelity(conn, ["https://d.example/"])
+    for site in (before, after):
+        assert (site.pages, site.pages_below, site.below["code_blocks"], site.below["tables"]) \
+            == (1, 1, 1, 0)
+        assert site.describe() == ("https://d.example/: 1/2 code blocks byte-exact (50.0%) on "
+                                   "1 pages, 1 pages below 100% (code blocks 1)")

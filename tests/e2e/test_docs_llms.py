@@ -20,9 +20,16 @@ from tests.support.generator_pages import PAGES, PAGES_DIR
 from tests.support.incrawler import crawl_log, crawl_round
 
 REAL = [page for page in PAGES if page.code_blocks][:4]
-# A crafted page whose code cannot be a fenced block: a <pre> inside a heading.
+# A crafted page whose code cannot be a fenced block (a <pre> inside a heading), and whose
+# table and callout sit deeper than the converter nests containers, so it writes them flat.
+DEEP = 13  # lists and their items: 26 containers
 CODE_IN_HEADING = ("<html><head><title>Odd</title></head><body><main><h2>Run <pre>make all</pre>"
-                   "</h2><p>Then wait.</p></main></body></html>")
+                   "</h2><p>Then wait.</p>" + "<ul><li>" * DEEP
+                   + "<table><tr><th>Name</th></tr><tr><td>x</td></tr></table>"
+                   "<div class='admonition note'><p class='admonition-title'>Note</p>"
+                   "<p>Deep down.</p></div>" + "</li></ul>" * DEEP + "</main></body></html>")
+ODD_FIDELITY = {"code_blocks": 1, "code_blocks_exact": 0, "tabs": 0, "tabs_labelled": 0,
+                "tables": 1, "tables_kept": 0, "callouts": 1, "callouts_kept": 0}
 
 
 @dataclass
@@ -79,30 +86,44 @@ def test_items_carry_fidelity_and_a_page_below_it_is_logged_once(crawled: Crawle
     for page in REAL:
         item = by_url[f"{crawled.base}/fixtures/{page.name}/"]
         assert (item["code_blocks"], item["code_blocks_exact"]) == (page.code_blocks,) * 2
+        assert (item["tabs"], item["tables"], item["callouts"]) == \
+            (item["tabs_labelled"], item["tables_kept"], item["callouts_kept"])
     odd = f"{crawled.base}/fixtures/code-in-heading/"
-    assert (by_url[odd]["code_blocks"], by_url[odd]["code_blocks_exact"]) == (1, 0)
+    assert {name: by_url[odd][name] for name in ODD_FIDELITY} == ODD_FIDELITY
     log = crawled.log
     # Both crawls fetched it; the second found its content unchanged and did not log it again.
-    assert log.count(f"code fidelity: {odd} holds 0 of its 1 code blocks") == 1, log[-3000:]
+    line = (f"docs fidelity: {odd} holds 0 of its 1 code blocks byte-exact, 0 of its 1 tables "
+            "with every cell under its header, 0 of its 1 callouts under their titles in its "
+            "Markdown")
+    assert log.count(line) == 1, log[-3000:]
 
 
 def test_catalog_and_status_show_per_site_fidelity(crawled: Crawled) -> None:
     out = _run(crawled.collector, "catalog")
     for page in REAL:
         n = page.code_blocks
-        assert (f"docs code fidelity: {crawled.base}/fixtures/{page.name}/: {n}/{n} code "
-                f"blocks byte-exact (100.0%) on 1 pages") in out, out
-    assert (f"{crawled.base}/fixtures/code-in-heading/: 0/1 code blocks byte-exact (0.0%) on "
-            "1 pages, 1 pages below 100%") in out
+        assert (f"docs fidelity: {crawled.base}/fixtures/{page.name}/: {n}/{n} code "
+                f"blocks byte-exact (100.0%)") in out, out
+        assert "below 100%" not in next(line for line in out.splitlines()
+                                        if f"/fixtures/{page.name}/:" in line)
+    odd = (f"{crawled.base}/fixtures/code-in-heading/: 0/1 code blocks byte-exact (0.0%), "
+           "0/1 tables with every cell under its header (0.0%), 0/1 callouts under their "
+           "titles (0.0%) on 1 pages, 1 pages below 100% (code blocks 1, tables 1, callouts 1)")
+    assert odd in out, out
     # status exits 3 here, its runner never having run; what it shows is the point.
     status = json.loads(crawled.collector.runner("status", "--json").stdout)
     sites = {site["site"]: site for site in status["docs_fidelity"]}
     assert sites[f"{crawled.base}/site0/"]["pages"] >= 5
-    assert sites[f"{crawled.base}/fixtures/code-in-heading/"]["pages_below"] == 1
+    odd = sites[f"{crawled.base}/fixtures/code-in-heading/"]
+    assert odd["pages_below"] == 1
+    assert odd["below"] == {"code_blocks": 1, "tabs": 0, "tables": 1, "callouts": 1}
+    assert odd["counts"] == ODD_FIDELITY
     shown = crawled.collector.runner("status").stdout
-    assert "docs code fidelity (catalog):" in shown
-    assert (f"  {crawled.base}/fixtures/code-in-heading/\n    0/1 code blocks byte-exact (0.0%) "
-            "on 1 pages, 1 pages below 100%\n") in shown
+    assert "docs fidelity (catalog):" in shown
+    assert (f"  {crawled.base}/fixtures/code-in-heading/\n    0/1 code blocks byte-exact (0.0%)\n"
+            "    0/1 tables with every cell under its header (0.0%)\n"
+            "    0/1 callouts under their titles (0.0%)\n"
+            "    on 1 pages, 1 pages below 100% (code blocks 1, tables 1, callouts 1)\n") in shown
 
 
 def test_export_llms_writes_the_index_the_full_text_and_a_file_per_page(crawled: Crawled,
