@@ -2,8 +2,9 @@
 an LLM reads it (https://llmstxt.org).
 
 Per site, under ``DIR/{site}/``: ``llms.txt`` (the site's title, a one-line summary, its pages
-as a linked index), ``llms-full.txt`` (every page's Markdown under its title and URL), one
-``.md`` per page at the page's path under the site, and ``tokens.json``. Pages are the catalog's
+as a linked index, each with its token estimate), ``llms-full.txt`` (every page's Markdown
+under its title, URL and token estimate), one ``.md`` per page at the page's path under the
+site, and ``tokens.json``. A page's estimate is of its ``.md`` document. Pages are the catalog's
 latest content of each page, or with ``--date`` the content each page had at the end of that
 day (UTC) or at a given moment. A site is a configured start URL's prefix
 (``docs.start_urls``); the index lists its pages in the order the crawl first collected them,
@@ -88,17 +89,19 @@ class Site:
     def add(self, url: str, title: str | None, markdown: str) -> None:
         title = " ".join((title or "").split()) or url
         document = f"# {title}\n\nURL: {url}\n\n{markdown}\n"
+        tokens = estimate_tokens(document)
+        in_full = f"# {title}\n\nURL: {url}\nTokens: about {tokens:,}\n\n{markdown}\n"
         self.out.mkdir(parents=True, exist_ok=True)
         # Appended page by page: memory holds one page, never the site.
         with open(self.out / ".llms-full.txt.tmp", "a" if self.pages else "w",
                   encoding="utf-8") as full:
-            full.write(f"\n{document}" if self.pages else document)
+            full.write(f"\n{in_full}" if self.pages else in_full)
         path = page_path(url, self.prefix)
         if path in self.paths:  # /a and /a.html, or URLs that differ in their query
             path = f"{path[:-3]}-{hashlib.sha256(url.encode()).hexdigest()[:8]}.md"
         self.paths.add(path)
         write_atomic(self.out / path, document)
-        self.pages.append((url, title, estimate_tokens(document)))
+        self.pages.append((url, title, tokens))
         if url == self.prefix or not self.title:
             self.title = title
             self.summary = summary_line(markdown) or self.summary

@@ -145,9 +145,11 @@ def test_export_llms_writes_the_index_the_full_text_and_a_file_per_page(crawled:
     tokens = json.loads((site / "tokens.json").read_text(encoding="utf-8"))
     for url in pages:
         title, markdown = latest[url]
-        document = f"# {title}\n\nURL: {url}\n\n{markdown}\n"
-        assert document in full
-        assert tokens["pages"][url] == math.ceil(len(document) / 4)
+        document = f"# {title}\n\nURL: {url}\n\n{markdown}\n"  # as its .md file holds it
+        estimate = math.ceil(len(document) / 4)
+        assert tokens["pages"][url] == estimate
+        assert f"# {title}\n\nURL: {url}\nTokens: about {estimate:,}\n\n{markdown}\n" in full
+        assert f"- [{title}]({url}): about {estimate:,} tokens" in index
     assert tokens["tokens"] == sum(tokens["pages"].values())
     assert tokens["estimate"] == "ceil(characters / 4)"
     assert (site / "index.md").read_text(encoding="utf-8").startswith("# ")
