@@ -50,7 +50,10 @@ from runner.supervision.worker import run_worker
 from scraper.addon import use_config
 from scraper.budget.limits import identity_for_token, identity_label
 from scraper.config.collector import CollectorConfig, ConfigError
+from scraper.utils.diskspace import DISK_FULL_EXIT
 from scraper.utils.layout import DataLayout
+from scraper.utils.logtail import last_failure
+from scraper.utils.outcome import NOTHING_FETCHED_EXIT
 from scraper.utils.statefile import read_worker
 from scraper.utils.urlmask import mask_url
 
@@ -58,6 +61,9 @@ logger = logging.getLogger("runner")
 
 TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
+EXPECTED_EXITS = (0, NOTHING_FETCHED_EXIT, DISK_FULL_EXIT)
+"""Exit statuses that end a round as planned (health and the disk gate judge them): no crash
+to explain."""
 STATUS_INTERVAL = 2.0
 """Seconds between writes of ``status.json`` (the watchdog judges a runner hung by its age)."""
 
@@ -303,13 +309,17 @@ class Supervisor:
     def _fork(self, state: SlotState) -> None:
         log_path = self.layout.log_file(state.slot.spider, state.slot.shard)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            log_offset = log_path.stat().st_size
+        except OSError:
+            log_offset = 0
         parent = os.getpid()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             run_worker(state.slot, parent, str(log_path), self.wakeup)
-        self.table.started(state, pid)
+        self.table.started(state, pid, log_offset)
 
     def _reap(self) -> None:
         while True:
@@ -335,12 +345,20 @@ class Supervisor:
         if worker and not worker.is_round_of(state.round_pid):
             worker = None
         end = self.table.finish(state, status, worker, stopping=self.stopping, once=self.once,
-                                config=self.config)
+                                config=self.config, cause=self._failure(state, status))
         if end is RoundEnd.DISK_FULL:
             self.disk.mark_full()
         elif end is RoundEnd.SUCCEEDED:
             self.flow.round_ended(state.slot.spider, str(state.slot.shard), worker)
             self._record_memory()
+
+    def _failure(self, state: SlotState, status: int) -> str | None:
+        """Why a worker that exited with a failing status failed, from its log: a crash before
+        its round could record anything is otherwise only "exit 1"."""
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) in EXPECTED_EXITS:
+            return None
+        return last_failure(self.layout.log_file(state.slot.spider, state.slot.shard),
+                            state.log_offset)
 
     def _record_memory(self) -> None:
         samples = self.table.measured_peaks()

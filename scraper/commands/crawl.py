@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
-from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.addon import apply
+from scraper.commands.project import command_line_problem
 from scraper.config.collector import ConfigError, resolve_config_path
-from scraper.config.settingtypes import setting_problem
 from scraper.extensions.feedfilter import rows_only_feeds
 from scraper.extensions.logrotate import open_log
 from scraper.utils.diskspace import (
@@ -31,6 +32,7 @@ from scraper.utils.diskspace import (
     probe_writable,
 )
 from scraper.utils.layout import DataLayout
+from scraper.utils.logtail import last_failure
 from scraper.utils.outcome import NOTHING_FETCHED_EXIT, fetched_nothing
 from scraper.utils.quietlog import quiet_startup
 from scraper.utils.sharding import UNSHARDED, Shard, ShardError
@@ -90,7 +92,9 @@ class Command(ScrapyCrawlCommand):
                     parse_switch(name, opts.spargs[name])
         except SpiderArgumentError as exc:
             fail(str(exc))
-        self._check_command_line_settings()
+        problem = command_line_problem(self.settings)
+        if problem:
+            fail(problem)
         feeds = rows_only_feeds(self.settings)
         if feeds is not None:
             self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS") or 0)
@@ -104,6 +108,7 @@ class Command(ScrapyCrawlCommand):
         try:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             open_log(log_file).close()  # refuses a symlink before Scrapy's handler opens it
+            self.log_offset = log_file.stat().st_size
             probe_writable(self.layout.items_dir(self.spider_name))
         except OSError as exc:
             fail(f"data_dir {self.layout.root}: cannot write {exc.filename}: {exc.strerror}")
@@ -111,15 +116,6 @@ class Command(ScrapyCrawlCommand):
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
         # refused process must not write its start-up banner into the running worker's log.
         self._claim_spider_shard()
-
-    def _check_command_line_settings(self) -> None:
-        assert self.settings is not None
-        cmdline = SETTINGS_PRIORITIES["cmdline"]
-        for name, value in self.settings.items():
-            if self.settings.getpriority(name) == cmdline:
-                expected = setting_problem(name, value)
-                if expected:
-                    fail(f"-s {name}={value!r} is not valid: expected {expected}")
 
     def _claim_spider_shard(self) -> None:
         label = f"{self.spider_name} {self.shard}"
@@ -159,10 +155,22 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
+            self._say_why_not_started(label, Path(self.settings["LOG_FILE"]))
         if self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
         elif self.failed_round and not self.exitcode:
             self.exitcode = NOTHING_FETCHED_EXIT
+
+    def _say_why_not_started(self, label: str, log: Path) -> None:
+        """Scrapy wrote the traceback into the log file only: its last line, on the terminal.
+        A runner's worker has its stderr in that log already, and the runner reads it there."""
+        try:
+            if os.path.samestat(os.fstat(sys.stderr.fileno()), os.stat(log)):
+                return
+        except (OSError, ValueError):
+            pass
+        cause = last_failure(log, self.log_offset) or "see the log"
+        print(f"scrapy crawl: {label} could not start: {cause} (log: {log})", file=sys.stderr)
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.finish_reason = reason

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
-from scrapy.settings import BaseSettings, Settings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, Settings
 
 from scraper.addon import apply
 from scraper.config.collector import ConfigError
+from scraper.config.settingrules import plain
+from scraper.config.settingtypes import owned_setting, setting_problem
 from scraper.utils.quietlog import quiet_startup
 
 ROUND_BOOKKEEPING = {
@@ -36,6 +38,22 @@ def without_round_bookkeeping(settings: BaseSettings) -> dict[str, Any]:
     return changes
 
 
+def command_line_problem(settings: BaseSettings) -> str | None:
+    """The first ``-s NAME=VALUE`` that Scrapy could not read or its rule refuses, as the one
+    line that says what would be right (scraper/config/settingrules.py); None when all pass."""
+    cmdline = SETTINGS_PRIORITIES["cmdline"]
+    for name, value in settings.items():
+        if settings.getpriority(name) != cmdline:
+            continue
+        instead = owned_setting(name)
+        if instead:
+            return f"-s {name}: {instead}"
+        expected = setting_problem(name, value)
+        if expected:
+            return f"-s {name}={plain(value)!r} is not valid: expected {expected}"
+    return None
+
+
 class CollectorTool:
     """Mixin for a Scrapy command class (first in the bases)."""
 
@@ -49,10 +67,16 @@ class CollectorTool:
             # whose own call later finds the config already read.
             apply(self.settings)
         except (ConfigError, ValueError) as exc:
-            name = type(self).__module__.rsplit(".", 1)[-1]
-            print(f"scrapy {name}: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+            self.refuse(str(exc))
+        problem = command_line_problem(self.settings)
+        if problem:
+            self.refuse(problem)
         self.settings.setdict(without_round_bookkeeping(self.settings), priority="project")
+
+    def refuse(self, message: str) -> NoReturn:
+        name = type(self).__module__.rsplit(".", 1)[-1]
+        print(f"scrapy {name}: {message}", file=sys.stderr)
+        raise SystemExit(2)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None

@@ -25,7 +25,11 @@ import yaml
 
 from scraper import settings as defaults
 from scraper.config.moved import update_moved
-from scraper.config.settingtypes import setting_problem
+from scraper.config.settingrules import ENV_NAME_RE as _ENV_NAME_RE
+from scraper.config.settingrules import LANGUAGE_RE as _LANGUAGE_RE
+from scraper.config.settingrules import PERIODS, SEARCH_SORTS
+from scraper.config.settingrules import SPOKEN_RE as _SPOKEN_RE
+from scraper.config.settingtypes import owned_setting, setting_problem
 from scraper.utils.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from scraper.utils.urlmask import mask_url
 
@@ -40,8 +44,6 @@ REDIS_URL_HELP = "a Redis URL such as redis://127.0.0.1:6379/0"
 DEFAULT_CONFIG_FILE = "collector.yaml"
 
 SPIDER_NAMES = ("trending", "search", "docs")
-PERIODS = ("daily", "weekly", "monthly")
-SEARCH_SORTS = ("stars", "forks", "help-wanted-issues", "updated")
 RESOURCES = ("core", "search")
 
 TOP_LEVEL_KEYS = (
@@ -50,10 +52,7 @@ TOP_LEVEL_KEYS = (
     "metrics_dir", "items_keep_days", "metrics_group",
 )
 
-_LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
-_SPOKEN_RE = re.compile(r"^(?:[a-z]{2})?$")
 _SETTING_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ConfigError(Exception):
@@ -478,6 +477,9 @@ class _Reader:
         for key in mapping:
             if not _SETTING_RE.fullmatch(key):
                 self.bad(_join(path, key), key, "a Scrapy setting name such as DOWNLOAD_DELAY")
+            instead = owned_setting(key)
+            if instead:
+                self.fail(_join(path, key), instead)
             expected = setting_problem(key, mapping[key])
             if expected:
                 self.bad(_join(path, key), mapping[key], expected)
