@@ -2,7 +2,7 @@
 
     python -m tests.fakes.github --web-host 127.0.0.1 --api-host 127.0.0.1 --port-file PATH
         [--search-limit 30 --search-window 60 --core-limit 60 --core-window 3600]
-        [--rate-status 403] [--rate-limit-api json] [--latency-ms 0 --jitter 0.0]
+        [--rate-status 403] [--rate-limit-api json] [--one-origin] [--latency-ms 0 --jitter 0.0]
         [--trending-fixtures DIR]
         [--developer-fixtures DIR]
 
@@ -543,6 +543,7 @@ class GitHubFake(FakeProcess):
         )
         self.rate_status = args.rate_status
         self.rate_limit_api = args.rate_limit_api
+        self.one_origin = args.one_origin
         self.generation = 0
         self.secondary: dict[str, tuple[float, int]] = {}  # resource or "*" -> (until, status)
         self.web_secondary: tuple[float, int] = (0.0, 429)
@@ -776,6 +777,9 @@ class GitHubFake(FakeProcess):
 
     def make_api_app(self) -> web.Application:
         app = self.make_app("api")
+        if self.one_origin:  # one server for both, as a stand-in or a small GHES proxy serves
+            app.router.add_get("/trending", self._web(self._trending))
+            app.router.add_get("/trending/{language}", self._web(self._trending))
         app.router.add_get("/search/repositories", self._api(self._search))
         app.router.add_get("/rate_limit", self._held(self._api(self._rate_limit, counted=False)))
         app.router.add_get("/redirect-to", self._api(self._api_redirect))
@@ -1002,6 +1006,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--core-window", type=float, default=3600.0)
     parser.add_argument("--rate-status", type=int, default=403, choices=(403, 429))
     parser.add_argument("--rate-limit-api", default="json", choices=RATE_LIMIT_APIS)
+    parser.add_argument("--one-origin", action="store_true",
+                        help="the API listener serves the trending pages too")
     parser.add_argument("--trending-fixtures", default=str(DEFAULT_TRENDING))
     parser.add_argument("--developer-fixtures", default=str(DEFAULT_DEVELOPERS))
     return parser.parse_args(argv)
