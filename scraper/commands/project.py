@@ -2,10 +2,11 @@
 this project as in any other: the config as settings, and none of a round's bookkeeping.
 
 They download through the same middlewares as a crawl (the GitHub token on API requests only,
-the shared rate-limit budget, retries), with the config the add-on sets as for a crawl; they
-write nothing a round would: no item file, no URL or content record, no worker state or summary
-line. So ``scrapy parse URL --spider docs`` shows what the callback yields, whatever was
-collected before.
+the shared rate-limit budget, retries), with the config the add-on sets as for a crawl; a URL
+under ``github.api_url`` without ``--spider`` is asked as the search spider asks it, so with the
+token, as README says. They write nothing a round would: no item file, no URL, content or ETag
+record, no worker state or summary line. So ``scrapy parse URL --spider docs`` shows what the
+callback yields, whatever was collected before.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from scraper.addon import apply
 from scraper.config.collector import ConfigError
 from scraper.config.settingrules import plain
 from scraper.config.settingtypes import owned_setting, setting_problem
+from scraper.downloadermiddlewares.githubauth import under_api
 from scraper.utils.quietlog import quiet_startup
 
 ROUND_BOOKKEEPING = {
@@ -27,8 +29,14 @@ ROUND_BOOKKEEPING = {
                    "scraper.extensions.summary.RoundSummary",
                    "scraper.extensions.logrotate.LogRotation"),
     "SPIDER_MIDDLEWARES": ("scraper.dedup.deltafetch.ShardedDeltaFetch",),
+    # A round's If-None-Match: a page asked by hand is shown whole, never as a bodiless 304
+    # (which Scrapy's shell drops without a word), and leaves no ETag for the next round.
+    "DOWNLOADER_MIDDLEWARES": ("scraper.budget.conditional.ConditionalRequestMiddleware",),
 }
 """Components that record a round; ITEM_PIPELINES are off as a whole."""
+TOKEN_SPIDER = "search"
+"""The spider whose requests carry the GitHub token (``uses_github_token``): a URL under
+``github.api_url`` asked without ``--spider`` is asked as it asks, token and budget included."""
 
 
 def without_round_bookkeeping(settings: BaseSettings) -> dict[str, Any]:
@@ -72,6 +80,10 @@ class CollectorTool:
         if problem:
             self.refuse(problem)
         self.settings.setdict(without_round_bookkeeping(self.settings), priority="project")
+        url = args[0] if args else None
+        if url and not getattr(opts, "spider", True) and under_api(url,
+                                                                   self.settings["GITHUB_API_URL"]):
+            opts.spider = TOKEN_SPIDER
 
     def refuse(self, message: str) -> NoReturn:
         name = type(self).__module__.rsplit(".", 1)[-1]
