@@ -289,6 +289,7 @@ OWNED: dict[str, str] = {
     "GITHUB_TOKEN": "the token is read from $GITHUB_TOKEN (github.token_env) or "
                     "github.token_file",
     "GITHUB_RATE_LIMITS": in_config("github.limits"),
+    "GITHUB_TOKEN_FILE": in_config("github.token_file"),
     "ROUND_INTERVALS": in_config("spiders.<name>.round_interval"),
     "ROUND_INTERVAL": in_config("round_interval"),
     "STOP_TIMEOUT": in_config("stop_timeout"),
