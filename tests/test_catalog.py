@@ -36,7 +36,7 @@ from scraper.config.collector import ConfigError, parse_config
 from scraper.trending.repositories import parse_trending
 from tests.fakes.launcher import start_fake_docs, start_fake_github
 from tests.incrawler import crawl_round
-from tests.support import RUNNER, Collector, next_second, wait_for
+from tests.support import RUNNER, Collector, free_port, next_second, wait_for
 
 LANGUAGES, PERIODS = ["", "python"], ["daily"]
 GENERATIONS = (0, 0, 2, 2, 5)
@@ -547,7 +547,7 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
 def test_view_without_datasette_is_one_line_naming_the_extra(built: Collected) -> None:
     if importlib.util.find_spec("datasette") is not None:
         pytest.skip("datasette is installed here")
-    result = built.collector.runner("view")
+    result = built.collector.runner("view", "--port", str(free_port()))
     assert result.returncode == 2
     assert result.stderr.strip() == ("python -m runner view: Datasette is not installed: "
                                      "pip install -e '.[view]'")

@@ -34,7 +34,7 @@ from runner.core.runnerstate import (
     write_launch,
     write_status,
 )
-from runner.core.usage import PROG
+from runner.core.usage import INTERRUPTED, PROG
 from runner.status.clusterview import box_summary
 from runner.status.metrics import MetricsWriter
 from runner.supervision.autoscale import AutoscaledPool, cpu_cores
@@ -55,6 +55,7 @@ from scraper.utils.layout import DataLayout
 from scraper.utils.logtail import last_failure
 from scraper.utils.outcome import NOTHING_FETCHED_EXIT
 from scraper.utils.statefile import read_worker
+from scraper.utils.units import counted
 from scraper.utils.urlmask import mask_url
 
 logger = logging.getLogger("runner")
@@ -222,7 +223,7 @@ class Supervisor:
         self._write_status(force=True)
         if self.beacon:
             self.beacon.leave(os.getpid(), str(self.config.data_dir))
-        code = self._exit_code()
+        code = INTERRUPTED if self.force else self._exit_code()
         logger.info("stopped (exit status %d)", code)
         return code
 
@@ -376,7 +377,13 @@ class Supervisor:
             self._reap()
             self._sleep(min(0.2, max(0.0, deadline - time.monotonic())))
         if self.table.running:
-            logger.warning("SIGKILL to %d workers still running", self.table.running)
+            if self.force:  # asked for at the terminal: one plain line there, not a log line
+                logger.info("second Ctrl-C: SIGKILL to %d workers still running",
+                            self.table.running)
+                print(f"{PROG}: interrupted again: killing "
+                      f"{counted(self.table.running, 'worker')}", file=sys.stderr, flush=True)
+            else:
+                logger.warning("SIGKILL to %d workers still running", self.table.running)
             self._signal_all(signal.SIGKILL)
             while self.table.running:
                 try:

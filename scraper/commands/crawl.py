@@ -19,6 +19,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.addon import apply
+from scraper.commands.interrupts import INTERRUPTED_EXIT, exit_on_interrupt, note_interrupts
 from scraper.commands.project import command_line_problem
 from scraper.config.collector import ConfigError, resolve_config_path
 from scraper.extensions.feedfilter import rows_only_feeds
@@ -60,12 +61,15 @@ def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
     failed_round = False
+    by_hand = False  # SIGINT is this command's (a terminal's Ctrl-C), not held by a runner
+    interrupted = False
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         # Scrapy's own parser errors (``-a shard`` without ``=``, ``-o`` without a value) and its
         # UsageErrors go through parser.error: one line and exit 2 here, not a usage block.
         parser.error = fail  # type: ignore[method-assign]
+        self.by_hand = exit_on_interrupt("scrapy crawl")
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
@@ -151,12 +155,22 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         crawler = self._create_crawler(self.spider_name)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        if self.by_hand:
+            crawler.signals.connect(self._engine_started, signal=signals.engine_started)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
             self._say_why_not_started(label, Path(self.settings["LOG_FILE"]))
-        if self.finish_reason == DISK_FULL_REASON:
+        elif self.finish_reason is None and self.by_hand:
+            # Stopped between Scrapy's handlers taking over and the engine running: Scrapy
+            # stops the reactor then without closing the spider, and without a word.
+            print("scrapy crawl: interrupted", file=sys.stderr)
+            self.exitcode = INTERRUPTED_EXIT
+            return
+        if self.interrupted and self.finish_reason != DISK_FULL_REASON:
+            self.exitcode = INTERRUPTED_EXIT
+        elif self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
         elif self.failed_round and not self.exitcode:
             self.exitcode = NOTHING_FETCHED_EXIT
@@ -171,6 +185,12 @@ class Command(ScrapyCrawlCommand):
             pass
         cause = last_failure(log, self.log_offset) or "see the log"
         print(f"scrapy crawl: {label} could not start: {cause} (log: {log})", file=sys.stderr)
+
+    def _engine_started(self) -> None:
+        note_interrupts(self._interrupted)
+
+    def _interrupted(self) -> None:
+        self.interrupted = True
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.finish_reason = reason
