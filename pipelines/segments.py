@@ -24,13 +24,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scraper.config.settingrules import COMPRESSIONS
+
 logger = logging.getLogger(__name__)
 
 PART_SUFFIX = ".part"
 GZIP_SUFFIX = ".gz"
 COMPRESSING_SUFFIX = ".tmp"
 """A ``.jsonl.gz`` being written; removed at the next start if a kill left one."""
-COMPRESSIONS = ("", "gzip")
 TAIL_BLOCK = 64 * 1024
 """Bytes read at a time when looking for a torn line's start: recovery reads only the tail."""
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"

@@ -18,3 +18,11 @@ except KeyboardInterrupt:
     print("python -m runner: interrupted", file=sys.stderr, flush=True)
     logging.shutdown()
     os._exit(130)
+except BrokenPipeError:
+    # `python -m runner catalog | head`: the reader had enough, which is no error to print.
+    # stdout goes nowhere from here, so the flush at exit cannot raise again; 141 (128 +
+    # SIGPIPE) is what a program the closed pipe ended exits with (runner.core.usage.CUT_SHORT).
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(141)

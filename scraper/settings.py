@@ -31,6 +31,9 @@ GITHUB_TOKEN = None
 """A scraper.config.collector.Secret read from $GITHUB_TOKEN_ENV, or None: anonymous."""
 GITHUB_TOKEN_ENV = "GITHUB_TOKEN"
 """The variable the token came from, for messages that tell the user what to fix."""
+GITHUB_TOKEN_FILE = None
+"""github.token_file: a file (mode 0600) the token is read from when $GITHUB_TOKEN_ENV is not
+set, as under cron or systemd; None: the variable only. Read by the config, not a crawl."""
 GITHUB_WEB_MIN_INTERVAL = 2.0
 """Seconds between two trending-page requests of all workers together."""
 GITHUB_RATE_LIMITS = None

@@ -73,6 +73,13 @@ def next_link(link_header: str) -> str | None:
     return None
 
 
+def hand_asked(url: str) -> dict[str, Any]:
+    """The meta a round gives a search page, for one asked by URL alone: its ``q``, the whole
+    query, not the query's first page (so it is neither sliced nor planned), asked once."""
+    query = parse_qs(urlsplit(url).query).get("q", [""])[0]
+    return {"query": query, "slice": "", "first": False, "tries": 1}
+
+
 def first_result_index(url: str, default_per_page: int) -> int:
     """0-based index of the first result a search page URL asks for."""
     page = int(parse_qs(urlsplit(url).query).get("page", ["1"])[0])
@@ -336,6 +343,8 @@ class SearchSpider(CollectorSpider):
         return False
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        if "query" not in response.meta:  # a page asked by hand: scrapy parse URL --spider search
+            response.meta.update(hand_asked(response.url))
         state = self.state(response.meta["query"])
         yield from self.within_bound(state, self.answer(response, state))
 

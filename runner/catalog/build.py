@@ -42,6 +42,7 @@ from runner.catalog.records import (
 )
 from runner.catalog.retention import remove_older
 from runner.catalog.schema import INDEXES, connect
+from runner.core.runargs import redis_url_arg
 from runner.core.usage import INTERRUPTED
 from runner.core.usage import PROG as RUNNER
 from scraper.config.collector import CollectorConfig
@@ -403,6 +404,10 @@ def register(parser: argparse.ArgumentParser,
     parser.add_argument("--take-over", action="store_true",
                         help="distributed mode: build the cluster's dataset on this box from "
                         "now on (every box ships its segments here)")
+    # As run and status take it: the cluster whose dataset this box builds.
+    parser.add_argument("--redis-url", type=redis_url_arg, metavar="URL",
+                        help="distributed mode: gather the segments every box shipped to this "
+                             "Redis (else config redis_url)")
     parser.add_argument("--scheduled", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(handler=cmd_catalog)
 

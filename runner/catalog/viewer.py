@@ -8,9 +8,11 @@ same table definitions the build uses, so the viewer never describes a column th
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import json
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -78,7 +80,27 @@ def register(parser: argparse.ArgumentParser,
     parser.set_defaults(handler=cmd_view)
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why Datasette could not listen on ``host:port``, or None. Asked before it starts: its
+    server says a port in use in six lines of its own."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OverflowError:
+        return f"--port {port} is not a port (1-65535)"
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return f"{host}:{port} is in use (another view?); choose another with --port N"
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
 def cmd_view(args: argparse.Namespace, config: CollectorConfig) -> int:
+    problem = port_problem(args.host, args.port)
+    if problem:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+        return USAGE_ERROR
     if importlib.util.find_spec("datasette") is None:
         print(f"{PROG}: Datasette is not installed: pip install -e '.[view]'", file=sys.stderr)
         return USAGE_ERROR

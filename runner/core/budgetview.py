@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from scraper.budget.limits import identity_label
-from scraper.budget.store import read_buckets
+from scraper.budget.store import NO_LIMIT, read_buckets
 from scraper.utils.layout import DataLayout
 from scraper.utils.units import format_duration
 
@@ -37,13 +37,15 @@ def rows_from_buckets(buckets: list[dict[str, Any]], now: float) -> list[dict[st
     """The budget's buckets (SQLite or Redis) as ``render_budget`` rows."""
     rows = []
     for bucket in buckets:
-        capped = bool(bucket["capped"])
+        unlimited = bucket["source"] == NO_LIMIT  # an API without rate limits
+        capped = bool(bucket["capped"]) and not unlimited
         reset_at = bucket["reset_at"]
         current = capped and reset_at is not None and reset_at > now
         paused = bucket["pause_until"] > now
         rows.append({
             "resource": bucket["resource"],
             "identity": identity_label(bucket["identity"]),
+            "unlimited": unlimited,
             "limit": bucket["limit_n"] if capped else None,
             "window": bucket["window_s"],
             # Past the reset a new window starts with the next request: all of it is left.
@@ -60,6 +62,8 @@ def rows_from_buckets(buckets: list[dict[str, Any]], now: float) -> list[dict[st
 
 
 def _limit(row: dict[str, Any]) -> str:
+    if row.get("unlimited"):
+        return "none"
     window = format_duration(row["window"])
     if row["limit"] is None:
         return f"1/{window}" if row["window"] else "no pace"

@@ -12,6 +12,9 @@ USAGE_ERROR = 2
 """Exit status for anything the user must fix (arguments, config, a refused plan)."""
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+CUT_SHORT = 141
+"""Exit status when the reader of stdout went away (``… | head``): 128 + SIGPIPE, as a program
+the closed pipe ended."""
 TROUBLE = 1
 """Exit status of a cron job that found the collector in trouble and could not fix it."""
 

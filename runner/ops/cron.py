@@ -195,9 +195,12 @@ def _warn_token_stays_here(config: CollectorConfig, crontab: str) -> None:
     """cron starts its jobs with a bare environment: a token in this shell never reaches a
     runner the watchdog has to start again, which would then run anonymously."""
     name = config.github.token_env
+    if config.github.token_file is not None:
+        return  # every process reads it from there, cron's jobs included
     if os.environ.get(name) and not re.search(rf"^\s*{re.escape(name)}\s*=", crontab, re.M):
         print(f"{PROG}: warning: ${name} is set in this shell but cron's jobs do not get it: a "
-              f"runner the watchdog restarts would run anonymously; add a line {name}=… at "
+              f"runner the watchdog restarts would run anonymously; put it in a file (chmod "
+              f"600) named by github.token_file in collector.yaml, or add a line {name}=… at "
               "the top of the crontab (crontab -e)", file=sys.stderr)
 
 

@@ -55,6 +55,7 @@ class SlotState:
     round_pid: int | None = None  # the latest round's worker, kept after it ends
     round_started: float | None = None  # wall clock, shown
     round_started_mono: float | None = None  # time.monotonic(): judges a hung round
+    log_offset: int = 0  # the worker log's size when the round started: its lines are after
     last_exit: str | None = None
     last_error: str | None = None
     items_total: int = 0
@@ -135,8 +136,9 @@ class SlotTable:
             if state.state in (SlotStatus.STARTING, SlotStatus.SLEEPING):
                 state.state = SlotStatus.QUEUED
 
-    def started(self, state: SlotState, pid: int) -> None:
+    def started(self, state: SlotState, pid: int, log_offset: int = 0) -> None:
         state.pid = state.round_pid = pid
+        state.log_offset = log_offset
         state.state = SlotStatus.RUNNING
         state.round_started = time.time()
         state.round_started_mono = time.monotonic()
@@ -147,18 +149,23 @@ class SlotTable:
         return self.by_pid.pop(pid, None)
 
     def finish(self, state: SlotState, status: int, record: WorkerRecord | None, *,
-               stopping: bool, once: bool, config: CollectorConfig) -> RoundEnd:
+               stopping: bool, once: bool, config: CollectorConfig,
+               cause: str | None = None) -> RoundEnd:
         """Move a slot on when its worker ended with ``status`` (from ``waitpid``); ``record``
-        is that round's worker record, if it wrote one."""
+        is that round's worker record, if it wrote one; ``cause`` the failure its log ends
+        with, for an exit that is a failure."""
         ok, how = describe_exit(status)
+        if cause and not ok:
+            how = f"{how}: {cause}"
         state.pid = None
         state.last_exit = how
+        round_error = None
         if record:
             state.outcome = record
             state.items_total += record.items
             state.peak_pss_mb = max(state.peak_pss_mb, record.pss_mb)
             if record.last_error:
-                state.last_error = record.last_error
+                state.last_error = round_error = record.last_error
         if state.retired:
             return RoundEnd.RETIRED
         if stopping:
@@ -176,11 +183,12 @@ class SlotTable:
             state.state = SlotStatus.DONE if once else SlotStatus.SLEEPING
             state.next_start = time.monotonic() + config.round_interval_of(state.slot.spider)
             return RoundEnd.SUCCEEDED
-        return self._crashed(state, how)
+        return self._crashed(state, how, round_error)
 
-    def _crashed(self, state: SlotState, how: str) -> RoundEnd:
+    def _crashed(self, state: SlotState, how: str, round_error: str | None) -> RoundEnd:
         state.failures += 1
-        state.last_error = f"{how}" + (f"; {state.last_error}" if state.last_error else "")
+        # This round's: an earlier round's error is no cause of this one.
+        state.last_error = how + (f"; {round_error}" if round_error else "")
         if state.failures >= FAILURES_BEFORE_GIVING_UP:
             state.state = SlotStatus.FAILED
             logger.error("%s %s failed %d times in a row (%s): giving up on it",

@@ -33,7 +33,7 @@ from runner.core.runnerstate import (
     StatusFile,
     write_launch,
 )
-from runner.core.usage import PROG
+from runner.core.usage import INTERRUPTED, PROG
 from runner.status.clusterview import box_summary
 from runner.status.metrics import MetricsWriter
 from runner.supervision.autoscale import AutoscaledPool, cpu_cores
@@ -50,14 +50,21 @@ from runner.supervision.worker import run_worker
 from scraper.addon import use_config
 from scraper.budget.limits import identity_for_token, identity_label
 from scraper.config.collector import CollectorConfig
+from scraper.utils.diskspace import DISK_FULL_EXIT
 from scraper.utils.layout import DataLayout
+from scraper.utils.logtail import last_failure
+from scraper.utils.outcome import NOTHING_FETCHED_EXIT
 from scraper.utils.statefile import read_worker
+from scraper.utils.units import counted
 from scraper.utils.urlmask import mask_url
 
 logger = logging.getLogger("runner")
 
 TICK = 1.0
 """The loop wakes at least this often: a stop is never delayed by more than this."""
+EXPECTED_EXITS = (0, NOTHING_FETCHED_EXIT, DISK_FULL_EXIT)
+"""Exit statuses that end a round as planned (health and the disk gate judge them): no crash
+to explain."""
 
 PRELOAD_MODULES = (
     "scrapy.cmdline", "scrapy.crawler", "scrapy.core.engine", "scrapy.core.scheduler",
@@ -212,7 +219,7 @@ class Supervisor:
         self.status.write(force=True)
         if self.beacon:
             self.beacon.leave(os.getpid(), str(self.config.data_dir))
-        code = self._exit_code()
+        code = INTERRUPTED if self.force else self._exit_code()
         logger.info("stopped (exit status %d)", code)
         return code
 
@@ -269,13 +276,17 @@ class Supervisor:
     def _fork(self, state: SlotState) -> None:
         log_path = self.layout.log_file(state.slot.spider, state.slot.shard)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            log_offset = log_path.stat().st_size
+        except OSError:
+            log_offset = 0
         parent = os.getpid()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             run_worker(state.slot, parent, str(log_path), self.wakeup)
-        self.table.started(state, pid)
+        self.table.started(state, pid, log_offset)
 
     def _reap(self) -> None:
         while True:
@@ -301,12 +312,20 @@ class Supervisor:
         if worker and not worker.is_round_of(state.round_pid):
             worker = None
         end = self.table.finish(state, status, worker, stopping=self.stopping, once=self.once,
-                                config=self.config)
+                                config=self.config, cause=self._failure(state, status))
         if end is RoundEnd.DISK_FULL:
             self.disk.mark_full()
         elif end is RoundEnd.SUCCEEDED:
             self.flow.round_ended(state.slot.spider, str(state.slot.shard), worker)
             self._record_memory()
+
+    def _failure(self, state: SlotState, status: int) -> str | None:
+        """Why a worker that exited with a failing status failed, from its log: a crash before
+        its round could record anything is otherwise only "exit 1"."""
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) in EXPECTED_EXITS:
+            return None
+        return last_failure(self.layout.log_file(state.slot.spider, state.slot.shard),
+                            state.log_offset)
 
     def _record_memory(self) -> None:
         samples = self.table.measured_peaks()
@@ -324,7 +343,13 @@ class Supervisor:
             self._reap()
             self._sleep(min(0.2, max(0.0, deadline - time.monotonic())))
         if self.table.running:
-            logger.warning("SIGKILL to %d workers still running", self.table.running)
+            if self.force:  # asked for at the terminal: one plain line there, not a log line
+                logger.info("second Ctrl-C: SIGKILL to %d workers still running",
+                            self.table.running)
+                print(f"{PROG}: interrupted again: killing "
+                      f"{counted(self.table.running, 'worker')}", file=sys.stderr, flush=True)
+            else:
+                logger.warning("SIGKILL to %d workers still running", self.table.running)
             self._signal_all(signal.SIGKILL)
             while self.table.running:
                 try:

@@ -306,20 +306,34 @@ class BudgetMiddleware:
                                 "handle_httpstatus_all": True, "dont_redirect": True,
                                 "dont_obey_robotstxt": True})
         resources = None
+        no_api = False
         try:
             response = await engine.download_async(request)
             if response.status == 200:
-                resources = rate_limit_resources(response.body,
-                                                 http_date(self._header(response)("date")))
-                for rate in resources.values():
+                try:
+                    resources = rate_limit_resources(response.body,
+                                                     http_date(self._header(response)("date")))
+                except ValueError as exc:  # a page in its place (a proxy's): no such endpoint
+                    no_api = True
+                    self._no_rate_limit_api(f"answered 200 with no rate limits ({exc})")
+                for rate in (resources or {}).values():
                     self._warn_bad(rate, request.url)
+            elif response.status == 404:  # GitHub Enterprise Server with rate limiting off
+                no_api = True
+                self._no_rate_limit_api("answered 404")
             else:
                 logger.debug("GitHub budget: /rate_limit answered %d", response.status)
         except IgnoreRequest:
             pass
         except Exception as exc:  # no probe: the configured first guess stands in until headers
             logger.debug("GitHub budget: /rate_limit failed: %s: %s", type(exc).__name__, exc)
-        self.store.probe_result(identity, resources)
+        self.store.probe_result(identity, resources, no_api=no_api)
+
+    def _no_rate_limit_api(self, what: str) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value("github_budget/no_rate_limit_api")
+        logger.info("GitHub budget: %s %s: no rate limit API; the budget keeps no limit until "
+                    "an answer's x-ratelimit-* headers give one", self.rate_limit_url, what)
 
     # --- after the answer ---------------------------------------------------------------------
 

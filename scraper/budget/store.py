@@ -22,6 +22,11 @@ are the truth; configured limits are only the first guess until the first answer
 
 Buckets without a limit (``BucketSpec.limit is None``) are pace-only: one request per
 ``window`` seconds, pauses still shared. The trending pages use one.
+
+An API without ``/rate_limit`` (a GitHub Enterprise Server with rate limiting off answers it 404;
+a proxy may answer a page that is not JSON) has no limit to guess: its buckets keep none
+(:data:`NO_LIMIT`, paced by ``min_interval`` only, pauses still shared) until an answer's
+``x-ratelimit-*`` headers give one, from which on they are the truth as anywhere.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ CREATE TABLE IF NOT EXISTS buckets (
     limit_n INTEGER,                 -- requests per window: headers once seen, else the guess
     window_s REAL NOT NULL,          -- window length (or the pace interval when not capped)
     probe INTEGER NOT NULL DEFAULT 0,-- 1: state can be read for free from GET /rate_limit
-    source TEXT,                     -- 'headers' or 'guess': where remaining/reset came from
+    source TEXT,                     -- 'headers', 'guess', 'probe', or 'none' (no limit known)
     remaining INTEGER,
     reset_at REAL,                   -- epoch seconds
     synced_at REAL,                  -- last time headers (or a probe) told the truth
@@ -85,6 +90,9 @@ CREATE TABLE IF NOT EXISTS windows (
 );
 """
 
+NO_LIMIT = "none"
+"""A bucket's ``source`` when the API has no rate-limit endpoint and no answer has given headers:
+the configured first guess is not GitHub's, so nothing is held back by it."""
 RESET_ROUNDING = 1.0
 """GitHub's reset is whole epoch seconds, rounded up: a window can last up to a second longer
 than its nominal length, so projected windows are this much longer."""
@@ -157,6 +165,10 @@ class _Bucket:
     @property
     def key(self) -> BucketKey:
         return BucketKey(self.identity, self.resource)
+
+    @property
+    def unlimited(self) -> bool:
+        return self.source == NO_LIMIT
 
     @property
     def nominal_interval(self) -> float:
@@ -337,6 +349,8 @@ class BudgetStore:
             return Ticket(int(cursor.lastrowid or 0), key, slot)
 
     def _interval(self, bucket: _Bucket, now: float, exclude: int | None) -> float:
+        if bucket.unlimited:
+            return self.min_interval
         nominal = bucket.nominal_interval
         if not bucket.capped or bucket.reset_at is None or bucket.remaining is None:
             return nominal
@@ -361,7 +375,7 @@ class BudgetStore:
             slot = max(slot, bucket.last_sent_at + interval)
         if last_booked is not None:
             slot = max(slot, last_booked + interval)
-        if not bucket.capped:
+        if not bucket.capped or bucket.unlimited:
             return slot
         window = bucket.window_s + RESET_ROUNDING
         if bucket.reset_at is None or (now >= bucket.reset_at and not self._count(
@@ -406,7 +420,7 @@ class BudgetStore:
             spacing = bucket.nominal_interval if not bucket.capped else self.min_interval
             if bucket.last_sent_at and now < bucket.last_sent_at + spacing:
                 return self._hold(ticket, bucket.last_sent_at + spacing)
-            if bucket.capped:
+            if bucket.capped and not bucket.unlimited:
                 if bucket.probe and self._needs_probe(bucket, now):
                     if bucket.probe_until > now:  # another worker is asking; wait for it
                         return self._hold(ticket, min(bucket.probe_until, now + PROBE_POLL))
@@ -604,8 +618,10 @@ class BudgetStore:
 
     # --- the /rate_limit probe ----------------------------------------------------------------
 
-    def probe_result(self, identity: str, resources: dict[str, RateHeaders] | None) -> None:
-        """What ``GET /rate_limit`` said for ``identity`` (None: the probe failed)."""
+    def probe_result(self, identity: str, resources: dict[str, RateHeaders] | None, *,
+                     no_api: bool = False) -> None:
+        """What ``GET /rate_limit`` said for ``identity`` (None: the probe failed; ``no_api``:
+        the API has no such endpoint, see :data:`NO_LIMIT`)."""
         with self._tx():
             now = self.clock()
             for key in [k for k in self._specs if k.identity == identity]:
@@ -613,7 +629,10 @@ class BudgetStore:
                 if not bucket.capped:
                     continue
                 rate = (resources or {}).get(key.resource)
-                if rate is not None:
+                if no_api and bucket.source != "headers":
+                    bucket.source, bucket.remaining, bucket.reset_at = NO_LIMIT, None, None
+                    self._replan_waiting(bucket, now)
+                elif rate is not None:
                     # The probe is the truth now, whatever was guessed or stored before; the
                     # requests booked meanwhile were booked on the guess: book them again on it.
                     bucket.source = "probe"
@@ -668,7 +687,8 @@ class BudgetStorage(Outage, Protocol):
     def limited(self, ticket: Ticket | None, key: BucketKey, rate: RateHeaders, kind: str,
                 retry_after: float | None) -> PauseResult: ...
 
-    def probe_result(self, identity: str, resources: dict[str, RateHeaders] | None) -> None: ...
+    def probe_result(self, identity: str, resources: dict[str, RateHeaders] | None, *,
+                     no_api: bool = False) -> None: ...
 
     def buckets(self) -> list[dict[str, Any]]: ...
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from scrapy import Spider, signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
-from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.addon import apply
+from scraper.commands.interrupts import INTERRUPTED_EXIT, exit_on_interrupt, note_interrupts
+from scraper.commands.project import command_line_problem
 from scraper.config.collector import ConfigError, resolve_config_path
-from scraper.config.settingtypes import setting_problem
 from scraper.extensions.feedfilter import rows_only_feeds
 from scraper.extensions.logrotate import open_log
 from scraper.utils.diskspace import (
@@ -31,6 +33,7 @@ from scraper.utils.diskspace import (
     probe_writable,
 )
 from scraper.utils.layout import DataLayout
+from scraper.utils.logtail import last_failure
 from scraper.utils.outcome import NOTHING_FETCHED_EXIT, fetched_nothing
 from scraper.utils.quietlog import quiet_startup
 from scraper.utils.sharding import UNSHARDED, Shard, ShardError
@@ -58,12 +61,15 @@ def fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
     failed_round = False
+    by_hand = False  # SIGINT is this command's (a terminal's Ctrl-C), not held by a runner
+    interrupted = False
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         # Scrapy's own parser errors (``-a shard`` without ``=``, ``-o`` without a value) and its
         # UsageErrors go through parser.error: one line and exit 2 here, not a usage block.
         parser.error = fail  # type: ignore[method-assign]
+        self.by_hand = exit_on_interrupt("scrapy crawl")
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
@@ -90,7 +96,9 @@ class Command(ScrapyCrawlCommand):
                     parse_switch(name, opts.spargs[name])
         except SpiderArgumentError as exc:
             fail(str(exc))
-        self._check_command_line_settings()
+        problem = command_line_problem(self.settings)
+        if problem:
+            fail(problem)
         feeds = rows_only_feeds(self.settings)
         if feeds is not None:
             self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS") or 0)
@@ -104,6 +112,7 @@ class Command(ScrapyCrawlCommand):
         try:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             open_log(log_file).close()  # refuses a symlink before Scrapy's handler opens it
+            self.log_offset = log_file.stat().st_size
             probe_writable(self.layout.items_dir(self.spider_name))
         except OSError as exc:
             fail(f"data_dir {self.layout.root}: cannot write {exc.filename}: {exc.strerror}")
@@ -111,15 +120,6 @@ class Command(ScrapyCrawlCommand):
         # Before Scrapy configures logging (CrawlerProcess is made after process_options): a
         # refused process must not write its start-up banner into the running worker's log.
         self._claim_spider_shard()
-
-    def _check_command_line_settings(self) -> None:
-        assert self.settings is not None
-        cmdline = SETTINGS_PRIORITIES["cmdline"]
-        for name, value in self.settings.items():
-            if self.settings.getpriority(name) == cmdline:
-                expected = setting_problem(name, value)
-                if expected:
-                    fail(f"-s {name}={value!r} is not valid: expected {expected}")
 
     def _claim_spider_shard(self) -> None:
         label = f"{self.spider_name} {self.shard}"
@@ -155,14 +155,42 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         crawler = self._create_crawler(self.spider_name)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        if self.by_hand:
+            crawler.signals.connect(self._engine_started, signal=signals.engine_started)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
-        if self.finish_reason == DISK_FULL_REASON:
+            self._say_why_not_started(label, Path(self.settings["LOG_FILE"]))
+        elif self.finish_reason is None and self.by_hand:
+            # Stopped between Scrapy's handlers taking over and the engine running: Scrapy
+            # stops the reactor then without closing the spider, and without a word.
+            print("scrapy crawl: interrupted", file=sys.stderr)
+            self.exitcode = INTERRUPTED_EXIT
+            return
+        if self.interrupted and self.finish_reason != DISK_FULL_REASON:
+            self.exitcode = INTERRUPTED_EXIT
+        elif self.finish_reason == DISK_FULL_REASON:
             self.exitcode = DISK_FULL_EXIT
         elif self.failed_round and not self.exitcode:
             self.exitcode = NOTHING_FETCHED_EXIT
+
+    def _say_why_not_started(self, label: str, log: Path) -> None:
+        """Scrapy wrote the traceback into the log file only: its last line, on the terminal.
+        A runner's worker has its stderr in that log already, and the runner reads it there."""
+        try:
+            if os.path.samestat(os.fstat(sys.stderr.fileno()), os.stat(log)):
+                return
+        except (OSError, ValueError):
+            pass
+        cause = last_failure(log, self.log_offset) or "see the log"
+        print(f"scrapy crawl: {label} could not start: {cause} (log: {log})", file=sys.stderr)
+
+    def _engine_started(self) -> None:
+        note_interrupts(self._interrupted)
+
+    def _interrupted(self) -> None:
+        self.interrupted = True
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.finish_reason = reason

@@ -25,7 +25,11 @@ import yaml
 
 from scraper import settings as defaults
 from scraper.config.moved import update_moved
-from scraper.config.settingtypes import setting_problem
+from scraper.config.settingrules import ENV_NAME_RE as _ENV_NAME_RE
+from scraper.config.settingrules import LANGUAGE_RE as _LANGUAGE_RE
+from scraper.config.settingrules import PERIODS, SEARCH_SORTS
+from scraper.config.settingrules import SPOKEN_RE as _SPOKEN_RE
+from scraper.config.settingtypes import owned_setting, setting_problem
 from scraper.utils.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from scraper.utils.urlmask import mask_url
 
@@ -40,8 +44,6 @@ REDIS_URL_HELP = "a Redis URL such as redis://127.0.0.1:6379/0"
 DEFAULT_CONFIG_FILE = "collector.yaml"
 
 SPIDER_NAMES = ("trending", "search", "docs")
-PERIODS = ("daily", "weekly", "monthly")
-SEARCH_SORTS = ("stars", "forks", "help-wanted-issues", "updated")
 RESOURCES = ("core", "search")
 
 TOP_LEVEL_KEYS = (
@@ -50,10 +52,7 @@ TOP_LEVEL_KEYS = (
     "metrics_dir", "items_keep_days", "metrics_group",
 )
 
-_LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
-_SPOKEN_RE = re.compile(r"^(?:[a-z]{2})?$")
 _SETTING_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ConfigError(Exception):
@@ -104,8 +103,13 @@ class GitHubConfig:
     token_env: str = defaults.GITHUB_TOKEN_ENV
     web_min_interval: float = defaults.GITHUB_WEB_MIN_INTERVAL
     limits: Mapping[str, RateLimit] = field(default_factory=dict)
+    token_file: Path | None = defaults.GITHUB_TOKEN_FILE
+    """A file holding the token (mode 0600 or 0400), for a process started without
+    ``$token_env`` (cron, a systemd unit): the token alone, or a line ``GITHUB_TOKEN=…`` as a
+    systemd ``EnvironmentFile`` has it; ``$token_env`` wins when set."""
     token: Secret | None = None
-    """Read from ``$token_env`` when the config is loaded; None means anonymous."""
+    """Read from ``$token_env``, else ``token_file``, when the config is loaded; None means
+    anonymous."""
 
     def first_guess_limits(self) -> dict[str, RateLimit]:
         base = TOKEN_LIMITS if self.token else ANONYMOUS_LIMITS
@@ -315,11 +319,52 @@ def load_config(explicit: str | os.PathLike[str] | None = None,
 
 def _with_environment(config: CollectorConfig, environ: Mapping[str, str]) -> CollectorConfig:
     token = environ.get(config.github.token_env) or None
+    if token is None and config.github.token_file is not None:
+        token = read_token_file(config.github.token_file, config.github.token_env,
+                                config.source or "config")
     redis_url = environ.get(REDIS_URL_ENV) or None
     if redis_url is not None and not REDIS_URL_RE.fullmatch(redis_url):
         raise ConfigError(f"${REDIS_URL_ENV}: {redis_url!r} is not {REDIS_URL_HELP}")
     return replace(config, github=replace(config.github, token=Secret(token) if token else None),
                    redis_url=redis_url or config.redis_url)
+
+
+TOKEN_FILE_MAX = 4096
+"""Bytes a token file may hold: a token is 40 to a few hundred characters."""
+
+
+def read_token_file(path: Path, token_env: str, label: str) -> str:
+    """The token in ``path``: the file's one line, or the value of its ``{token_env}=`` line
+    (a systemd ``EnvironmentFile``). ConfigError, one line, when the file is missing, readable
+    by others than its owner, or holds no token."""
+    where = f"{label}: github.token_file: {path}"
+    try:
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            raise ConfigError(f"{where} is readable by others than its owner (mode "
+                              f"{mode & 0o777:04o}); chmod 600 {path}")
+        with open(path, "rb") as handle:
+            raw = handle.read(TOKEN_FILE_MAX + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read: {exc.strerror}") from None
+    if len(raw) > TOKEN_FILE_MAX:
+        raise ConfigError(f"{where}: larger than {TOKEN_FILE_MAX} bytes; expected a token")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    assigned = re.compile(rf"^(?:export\s+)?{re.escape(token_env)}\s*=\s*(.*)$")
+    values = [m.group(1).strip().strip("'\"") for line in lines if (m := assigned.match(line))]
+    token = values[-1] if values else (lines[0] if len(lines) == 1 and "=" not in lines[0]
+                                       else None)
+    if not token or any(c.isspace() or not c.isprintable() for c in token):
+        raise ConfigError(f"{where}: holds no token; expected the token alone on one line, or a "
+                          f"line {token_env}=…")
+    return token
 
 
 def _read_text(path: Path, explicit: object = None) -> str:
@@ -478,6 +523,9 @@ class _Reader:
         for key in mapping:
             if not _SETTING_RE.fullmatch(key):
                 self.bad(_join(path, key), key, "a Scrapy setting name such as DOWNLOAD_DELAY")
+            instead = owned_setting(key)
+            if instead:
+                self.fail(_join(path, key), instead)
             expected = setting_problem(key, mapping[key])
             if expected:
                 self.bad(_join(path, key), mapping[key], expected)
@@ -552,7 +600,7 @@ def _build(r: _Reader, data: Any, base_dir: Path, label: str) -> CollectorConfig
 
     handlers: dict[str, Handler] = {
         "data_dir": data_dir,
-        "github": lambda path, value: _github(r, path, value),
+        "github": lambda path, value: _github(r, path, value, base_dir),
         "spiders": spiders,
         # null (the resolved record of a config that sets none): each spider's own default
         "round_interval": _optional(r.duration),
@@ -602,9 +650,16 @@ def _autoscale(r: _Reader, path: str, value: Any) -> AutoscaleConfig:
     return config
 
 
-def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:
+def _github(r: _Reader, path: str, value: Any, base_dir: Path) -> GitHubConfig:
     def url(path: str, value: Any) -> str:
         return r.url(path, value).rstrip("/")
+
+    def token_file(path: str, value: Any) -> Path:
+        raw = r.text(path, value, re.compile(r"^\S.*$"), "a file path")
+        try:
+            return base_dir / Path(raw).expanduser()
+        except RuntimeError:  # ~someone for a user this machine doesn't have
+            r.bad(path, raw, "a file path (no such user's home)")
 
     def limits(path: str, value: Any) -> dict[str, RateLimit]:
         parsed = {}
@@ -625,6 +680,7 @@ def _github(r: _Reader, path: str, value: Any) -> GitHubConfig:
             path, value, _ENV_NAME_RE, "an environment variable name such as GITHUB_TOKEN"),
         "web_min_interval": lambda path, value: r.number(path, value, 0),
         "limits": limits,
+        "token_file": _optional(token_file),
     })
 
 

@@ -3,8 +3,9 @@
 Scrapy reads a setting when a component is built (``getbool``, ``getint`` …), so ``-s
 CONCURRENT_REQUESTS=abc`` or a ``spiders.docs.settings`` value of the wrong type would be a
 traceback in the worker's log after start-up; here it is one line naming the setting, before.
-Only settings whose default is a bool, a number or a dict are checked: anything else (strings,
-lists, None) Scrapy takes as given.
+Only settings whose default is a bool, a number or a dict have a type to check; the values
+each setting of the project may take (ranges, choices) are :mod:`scraper.config.settingrules`'s,
+checked here after the type.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from functools import cache
 from importlib import import_module
 from pathlib import Path
 from typing import Any
+
+from scraper.config.settingrules import OWNED, RULES
 
 PROJECT_SETTINGS = "scraper.settings"
 SCRAPY_DEFAULTS = "scrapy.settings.default_settings"
@@ -87,9 +90,35 @@ def _readable_bool(name: str, value: Any) -> None:
     BaseSettings({name: value}).getbool(name)
 
 
+def owned_setting(name: str) -> str | None:
+    """What to do instead of giving setting ``name`` (one collector.yaml or the environment
+    sets), or None for a setting one may give."""
+    instead = OWNED.get(name)
+    return f"not a setting to give; {instead}" if instead else None
+
+
 def setting_problem(name: str, value: Any) -> str | None:
-    """What ``value`` should be for setting ``name``, or None when Scrapy can read it."""
+    """What ``value`` should be for setting ``name`` (the words after "is not"), or None when
+    Scrapy can read it and its rule takes it."""
     default = setting_default(name)
+    problem = _type_problem(default, name, value)
+    rule = RULES.get(name)
+    if problem is None and rule is not None and not rule.accepts(value):
+        shown = _shown(default)
+        problem = rule.expected + (f" (default {shown})" if shown else "")
+    return problem
+
+
+def _shown(default: Any) -> str | None:
+    """A default short enough to say in the line; None for none or a long one (a list of
+    URLs, a mapping of components), which scraper/settings.py shows."""
+    if default is None or isinstance(default, dict | list):
+        return None
+    shown = repr(default) if isinstance(default, str) else str(default)
+    return shown if len(shown) <= 40 else None
+
+
+def _type_problem(default: Any, name: str, value: Any) -> str | None:
     try:
         if isinstance(default, bool):
             _readable_bool(name, value)

@@ -63,10 +63,19 @@ def summary_line(crawler: Crawler, reason: str) -> str:
     problem = stats_problem(stats.get_stats())
     incomplete = incomplete_note(stats.get_stats())
     pages = n("response_received_count") - n("robotstxt/response_count")
+    left_out = n("deltafetch/skipped") + n("contenthash/dropped")
+    feeds = left_out and crawler.settings.getdict("FEEDS")
     return (f"{label}: {counted(pages, 'page')}, {counted(n('item_scraped_count'), 'new item')}, "
             f"{n('deltafetch/skipped')} skipped as collected, "
             f"{counted(n('contenthash/dropped'), 'duplicate')} dropped{ended} ({where})"
-            + (f"; {problem}" if problem else "") + (f"; {incomplete}" if incomplete else ""))
+            + (f"; {problem}" if problem else "") + (f"; {incomplete}" if incomplete else "")
+            + (f"; {FEED_NOTE}" if feeds else ""))
+
+
+FEED_NOTE = ("-o/-O got the new items only; every item seen: add -a deltafetch_reset=1 "
+             "-a contenthash_reset=1 -s ITEMSTORE_ENABLED=0")
+"""Said when a crawl with feeds left collected content out of them: a repeat crawl's ``-o``
+file is otherwise empty without a word."""
 
 
 def _short(path: str) -> str:

@@ -438,7 +438,8 @@ def test_status_rows(tmp_path: Path) -> None:
     pause(store, token_key, 90)
     rows = budget_rows(layout, now=clock.now)
     assert rows == [{
-        "resource": "search", "identity": f"token …{token_key.identity[-4:]}", "limit": 30,
+        "resource": "search", "identity": f"token …{token_key.identity[-4:]}",
+        "unlimited": False, "limit": 30,
         "window": 60.0, "remaining": 12, "resets_in": pytest.approx(40), "source": "headers",
         "paused_until": clock.now + 90, "pause_reason": "secondary rate limit: retry-after 90s",
         "waiting": 0, "in_flight": 0,

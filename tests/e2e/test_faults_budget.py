@@ -8,6 +8,7 @@ kept, and the next crawl (a restart on the same budget file) sends requests agai
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import time
 from pathlib import Path
@@ -89,3 +90,64 @@ def test_a_stored_budget_from_before_the_clamp_is_used_again(tmp_path: Path) -> 
     assert (bucket["remaining"], bucket["reset_at"]) == (29, now + 50)
     limited = store.limited(None, key, RateHeaders(remaining=0, reset=now + 10**9), PRIMARY, None)
     assert limited.until <= now + 3660.0
+
+
+def crawl_took(collector: Collector, spider: str) -> float:
+    started = time.monotonic()
+    result = collector.crawl(spider, timeout=150)
+    took = time.monotonic() - started
+    assert result.returncode == 0, (result.stderr, collector.log(spider)[-3000:])
+    return took
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("fake_github", [{"rate_limit_api": "disabled", "one_origin": True}],
+                         indirect=True)
+def test_a_github_without_rate_limits_costs_no_wait(collector: Collector,
+                                                    fake_github: Any) -> None:
+    """A GitHub Enterprise Server with rate limiting off: ``/rate_limit`` answers 404 and no
+    answer has ``x-ratelimit-*`` headers. The first guess (60 an hour, 10 a minute anonymous)
+    is no limit of that server: nothing waits for it. Its web pages on the API's own origin
+    (one server for both) draw on the API budget, as GitHub's would."""
+    api = fake_github.url("api")
+    collector.configure(spiders={"trending": {"languages": [""], "periods": ["daily"]},
+                                 "search": {"queries": ["topic:web-scraping"],
+                                            "complete": False}})
+    collector.update_config({"github": {"web_url": api, "api_url": api, "web_min_interval": 0}})
+    took = [crawl_took(collector, "trending") for _ in range(2)]
+    took += [crawl_took(collector, "search") for _ in range(2)]  # 3 pages each
+    assert max(took) < 20, took  # a minute each before: the anonymous core guess, 60 an hour
+    stats = collector.stats("search")
+    assert stats.get("github_budget/wait_seconds", 0) < 1, stats
+    served = fake_github.stats()
+    assert served["counts"]["/rate_limit"] == 1, served["counts"]  # learned once, kept
+    assert collector.stats("trending").get("github_budget/no_rate_limit_api") is None
+    status = collector.runner("status")
+    rows = [line.split() for line in status.stdout.splitlines()
+            if line.startswith(("core ", "search "))]
+    assert [row[:3] for row in rows] == [["core", "anonymous", "none"],
+                                         ["search", "anonymous", "none"]], status.stdout
+    assert "no rate limit API" in collector.log("trending").split("Spider opened")[1]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("fake_github", [{"rate_limit_api": "html"}], indirect=True)
+def test_a_rate_limit_endpoint_that_is_no_json_leaves_the_headers_in_charge(
+        collector: Collector, fake_github: Any) -> None:
+    """A proxy's page instead of ``/rate_limit``: no wait for the probe or the guess, and the
+    answers' headers (the fake's 30 a minute) pace the budget from the first one."""
+    collector.configure(github=fake_github,
+                        spiders={"search": {"queries": ["topic:web-scraping"],
+                                            "complete": False}})
+    took = crawl_took(collector, "search")
+    requests = [r for r in fake_github.stats()["requests"] if r["path"] == "/search/repositories"]
+    assert len(requests) == 3
+    gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(requests)]
+    # 29 left of 30 for the minute after the first answer: its headers spread them, ~2 s apart
+    # (the anonymous guess, 10 a minute, would have been 6 s; no limit at all, none).
+    assert all(1.5 < gap < 4 for gap in gaps), gaps
+    assert took < 40, took
+    assert "200 with no rate limits" in collector.log("search")
+    status = collector.runner("status").stdout
+    (row,) = [line.split() for line in status.splitlines() if line.startswith("search ")]
+    assert row[2] == "30/60s", status

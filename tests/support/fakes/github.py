@@ -2,7 +2,8 @@
 
     python -m tests.support.fakes.github --web-host 127.0.0.1 --api-host 127.0.0.1 --port-file PATH
         [--search-limit 30 --search-window 60 --core-limit 60 --core-window 3600]
-        [--rate-status 403] [--latency-ms 0 --jitter 0.0] [--trending-fixtures DIR]
+        [--rate-status 403] [--rate-limit-api json] [--one-origin] [--latency-ms 0 --jitter 0.0]
+        [--trending-fixtures DIR]
         [--developer-fixtures DIR]
 
 The two apps share one state (stats, limits, generation), so ``/_stats`` and ``/_control``
@@ -56,6 +57,12 @@ DEFAULT_DEVELOPERS = DATA / "trending_developers"
 # ignored retry-after; anything sooner may simply have been in flight already.
 SECONDARY_GRACE_S = 1.0
 JSON_TYPE = "application/json; charset=utf-8"
+RATE_LIMIT_APIS = ("json", "disabled", "html")
+"""What ``GET /rate_limit`` is: GitHub's JSON; ``disabled``, a GitHub Enterprise Server with
+rate limiting off (404 "Rate limiting is not enabled.", and no ``x-ratelimit-*`` header on any
+answer); ``html``, a proxy's page in its place (200, not JSON; the other answers as GitHub's)."""
+RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Used",
+                "X-RateLimit-Reset", "X-RateLimit-Resource")
 
 
 # --------------------------------------------------------------------------- fake repositories
@@ -537,6 +544,8 @@ class GitHubFake(FakeProcess):
             }
         )
         self.rate_status = args.rate_status
+        self.rate_limit_api = args.rate_limit_api
+        self.one_origin = args.one_origin
         self.generation = 0
         self.secondary: dict[str, tuple[float, int]] = {}  # resource or "*" -> (until, status)
         self.web_secondary: tuple[float, int] = (0.0, 429)
@@ -557,6 +566,7 @@ class GitHubFake(FakeProcess):
             "web_secondary": self._control_web_secondary,
             "generation": self._control_generation,
             "rate_status": self._control_rate_status,
+            "rate_limit_api": self._control_rate_limit_api,
             "reset_limits": self._control_reset_limits,
             "hold_probes": self._control_hold_probes,
             "incomplete_every": self._control_incomplete_every,
@@ -615,6 +625,11 @@ class GitHubFake(FakeProcess):
     def _control_rate_status(self, value: Any) -> None:
         self.rate_status = int(value)
 
+    def _control_rate_limit_api(self, value: Any) -> None:
+        if value not in RATE_LIMIT_APIS:
+            raise ControlError(f"rate_limit_api: {value!r} is not one of {RATE_LIMIT_APIS}")
+        self.rate_limit_api = value
+
     def _control_hold_probes(self, value: Any) -> None:
         """True: answers to GET /rate_limit wait (a client starting up holds there); False:
         they go, with the limits as they are then (apply ``exhaust`` first, in one call)."""
@@ -638,6 +653,7 @@ class GitHubFake(FakeProcess):
                 for r, lim in self.limiter.limits.items()
             },
             "rate_status": self.rate_status,
+            "rate_limit_api": self.rate_limit_api,
             "generation": self.generation,
             "incomplete_every": self.incomplete_every,
             "exhausted": {
@@ -763,6 +779,9 @@ class GitHubFake(FakeProcess):
 
     def make_api_app(self) -> web.Application:
         app = self.make_app("api")
+        if self.one_origin:  # one server for both, as a stand-in or a small GHES proxy serves
+            app.router.add_get("/trending", self._web(self._trending))
+            app.router.add_get("/trending/{language}", self._web(self._trending))
         app.router.add_get("/search/repositories", self._api(self._search))
         app.router.add_get("/rate_limit", self._held(self._api(self._rate_limit, counted=False)))
         app.router.add_get("/redirect-to", self._api(self._api_redirect))
@@ -822,7 +841,8 @@ class GitHubFake(FakeProcess):
                     not_modified = Reply(304, b"", "", {"ETag": etag})
                     return self._finish(not_modified, identity, resource, now)
 
-            if counted and not self.limiter.consume(identity, resource, now):
+            limited = counted and self.rate_limit_api != "disabled"
+            if limited and not self.limiter.consume(identity, resource, now):
                 self.recorder.bump("violations")
                 if authorization is not None:
                     who = f"user ID {zlib.crc32(authorization.encode()) % 10_000_000}."
@@ -859,6 +879,9 @@ class GitHubFake(FakeProcess):
             "Cache-Control": "private, max-age=60, s-maxage=60",
             "Vary": "Accept, Authorization, Cookie, X-GitHub-OTP",
         }
+        if self.rate_limit_api == "disabled":
+            for name in RATE_HEADERS:
+                del headers[name]
         if reply.content_type:
             headers["Content-Type"] = reply.content_type
         if reply.headers:
@@ -934,6 +957,12 @@ class GitHubFake(FakeProcess):
         return json_reply(200, body, {"Link": link} if link else None)
 
     def _rate_limit(self, request: web.Request) -> Reply:
+        if self.rate_limit_api == "disabled":
+            return json_reply(404, {"message": "Rate limiting is not enabled.",
+                                    "documentation_url": REST_DOCS})
+        if self.rate_limit_api == "html":
+            return Reply(200, b"<!DOCTYPE html><html><body><h1>Welcome</h1></body></html>",
+                         "text/html; charset=utf-8")
         now = time.time()
         identity = request.headers.get("Authorization") or request.remote or "?"
         resources = {}
@@ -978,6 +1007,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--core-limit", type=int, default=60)
     parser.add_argument("--core-window", type=float, default=3600.0)
     parser.add_argument("--rate-status", type=int, default=403, choices=(403, 429))
+    parser.add_argument("--rate-limit-api", default="json", choices=RATE_LIMIT_APIS)
+    parser.add_argument("--one-origin", action="store_true",
+                        help="the API listener serves the trending pages too")
     parser.add_argument("--trending-fixtures", default=str(DEFAULT_TRENDING))
     parser.add_argument("--developer-fixtures", default=str(DEFAULT_DEVELOPERS))
     return parser.parse_args(argv)

@@ -204,6 +204,7 @@ def fake_windows(requests: list[dict[str, Any]], window: float) -> list[tuple[fl
 def start_fake_github(tmp_path: Path | str, **options: Any) -> FakeServer:
     """Options are the CLI flags with underscores: ``web_host``, ``api_host``,
     ``search_limit``, ``search_window``, ``core_limit``, ``core_window``, ``rate_status``,
+    ``rate_limit_api`` (json, disabled, html), ``one_origin`` (the API serves trending too),
     ``latency_ms``, ``jitter``, ``trending_fixtures``.
 
     The API listens on 127.0.0.3 unless told otherwise, so that web and API are different
