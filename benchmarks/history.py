@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store-keys", default="", help="e.g. 10000,1000000,5000000")
     parser.add_argument("--workdir", help="keep the generated history here (default: a "
                         "temporary directory, removed)")
-    parser.add_argument("--out", default=str(RESULTS_DIR / "history.json"))
+    parser.add_argument("--out", help="the results file (default: "
+                        "benchmarks/results/history-{last of --days}d.json)")
     args = parser.parse_args(argv)
     try:
         days = sorted({int(d) for d in args.days.split(",")})
@@ -352,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"machine": machine_info(), "command": " ".join(sys.argv), **result}
     print(report(result))
     print(f"CPU: {result['cpu_s']} s, this process and its children")
-    out = Path(args.out)
+    out = Path(args.out) if args.out else RESULTS_DIR / f"history-{days[-1]}d.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"-> {out}")

@@ -85,7 +85,7 @@ DOCS_CHANGED_SHARE = 0.1
 """Of the pages fetched again after ``refresh_after``, the share whose content changed."""
 DOCS_LINKS_PER_PAGE = 3
 """New links each page's record keeps (each URL is one page's new link in a round)."""
-DOCS_PAGES = REPO_ROOT / "tests" / "data"
+TEST_DATA = REPO_ROOT / "tests" / "data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ def doc_samples() -> list[DocSample]:
     """The content of every real documentation page in the tests' data, read as the spider
     reads it."""
     samples = []
-    for path in sorted([*DOCS_PAGES.glob("docs/*.html"), *DOCS_PAGES.glob("generators/*.html")]):
+    for path in sorted([*TEST_DATA.glob("docs/*.html"), *TEST_DATA.glob("generators/*.html")]):
         page = extract_page(Selector(text=path.read_text(encoding="utf-8", errors="replace")),
                             f"https://docs.example.org/{path.name}")
         samples.append(DocSample(page.title, page.headings, page.markdown, page.text, page.lang,
