@@ -7,14 +7,14 @@ failing disk or a bug can write a bad one; the drain takes nothing on trust:
   ``chunks``, ``from``, ``file``: a number, an id, a name), and must be what an upload writes:
   ``chunks`` a count matching the hash, ``size`` a byte count.
 * **Each chunk** is checked against the declared size before it is read (``HSTRLEN``): none
-  above the ``SHIP_CHUNK_BYTES`` a box uploads in one, never more in all than ``size``. A 300 MB
-  chunk is never fetched whole (it took the drain to 995 MB).
+  above :data:`CHUNK_MAX_BYTES`, never more in all than ``size``. A 300 MB chunk is never
+  fetched whole (it took the drain to 995 MB).
 * **The gzip** is read through once before the file enters ``items/``
   (:func:`runner.catalog.segmentread.check_segment`): not gzip, truncated, a bad CRC, not UTF-8.
 
 A segment that fails any of these is :class:`UnreadableShipment`; :func:`keep` writes what Redis
-holds of it - its chunks in order, a large one in slices Redis cuts - under ``quarantine/``,
-and the drain goes on with the next.
+holds of it - its chunks in order, a large one streamed off the socket a block at a time - under
+``quarantine/``, and the drain goes on with the next.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from runner.catalog.segmentread import UnreadableSegment, check_segment
 from scraper.cluster.shipping import chunk_field
@@ -35,9 +35,11 @@ FIELDS = ("size", "chunks", "from", "file")
 """What the commit writes beside the chunks (scraper/cluster/shipping.py's COMMIT)."""
 FIELD_MAX_BYTES = 256
 """Longer than any field an upload writes: a longer one is not read."""
-SLICE_BYTES = 8 * 1024 * 1024
-"""A chunk too large to read whole is kept in slices of this size, cut by Redis."""
-_SLICE = "return string.sub(redis.call('HGET', KEYS[1], ARGV[1]) or '', ARGV[2], ARGV[3])"
+CHUNK_MAX_BYTES = 16 * SHIP_CHUNK_BYTES
+"""A chunk above this is not read as one: a box uploads SHIP_CHUNK_BYTES (a box of another
+version may upload more), and the drain holds one chunk at a time."""
+STREAM_BLOCK = 1024 * 1024
+"""Bytes read at a time of a chunk too large to hold, kept in ``quarantine/``."""
 _CHUNK_NAME = re.compile(rb"c(\d{1,9})")
 _DIGITS = re.compile(rb"\d{1,18}")
 
@@ -123,10 +125,10 @@ def receive(client: Any, seg: str, declared: Declared, target: Path) -> int:
             for index in range(declared.chunks):
                 name = chunk_field(index)
                 length = client.hstrlen(seg, name)
-                if length > SHIP_CHUNK_BYTES:
+                if length > CHUNK_MAX_BYTES:
                     raise UnreadableShipment(f"its chunk {name} holds {length:,} bytes, more "
-                                             f"than the {SHIP_CHUNK_BYTES:,} a box uploads in "
-                                             "one", *why)
+                                             f"than the {CHUNK_MAX_BYTES:,} a chunk may hold",
+                                             *why)
                 if size + length > declared.size:
                     raise UnreadableShipment(f"its chunks hold more than the {declared.size:,} "
                                              "bytes it declares", *why)
@@ -159,9 +161,9 @@ def receive(client: Any, seg: str, declared: Declared, target: Path) -> int:
 
 
 def keep(client: Any, seg: str, layout: DataLayout, entry: str, why: str) -> Path:
-    """What Redis holds of an unreadable segment - its chunk fields in their order, each read
-    in slices of at most :data:`SLICE_BYTES` (a string key's bytes; nothing of another type) -
-    set aside under ``quarantine/shipped/``."""
+    """What Redis holds of an unreadable segment - its chunk fields in their order, none held
+    whole (a string key's bytes; nothing of another type) - set aside under
+    ``quarantine/shipped/``."""
     target = layout.quarantined_shipment(entry)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f"{TEMP_PREFIX}{target.name}.{os.getpid()}{TEMP_SUFFIX}")
@@ -171,8 +173,8 @@ def keep(client: Any, seg: str, layout: DataLayout, entry: str, why: str) -> Pat
             if kind == "hash":
                 _write_chunks(client, seg, handle)
             elif kind == "string":
-                for start in range(0, client.strlen(seg), SLICE_BYTES):
-                    handle.write(client.getrange(seg, start, start + SLICE_BYTES - 1))
+                for start in range(0, client.strlen(seg), STREAM_BLOCK):
+                    handle.write(client.getrange(seg, start, start + STREAM_BLOCK - 1))
             handle.flush()
             os.fsync(handle.fileno())
         return set_aside(layout, temporary, target, why)
@@ -181,18 +183,55 @@ def keep(client: Any, seg: str, layout: DataLayout, entry: str, why: str) -> Pat
         raise
 
 
-def _write_chunks(client: Any, seg: str, handle: Any) -> None:
+def _write_chunks(client: Any, seg: str, handle: BinaryIO) -> None:
     indexes = sorted(int(match[1]) for name in client.hkeys(seg)  # names only, never values
                      if (match := _CHUNK_NAME.fullmatch(_bytes(name))))
-    cut = client.register_script(_SLICE)
     for index in indexes:
         name = chunk_field(index)
-        length = client.hstrlen(seg, name)
-        if length <= SLICE_BYTES:
+        if client.hstrlen(seg, name) <= CHUNK_MAX_BYTES:
             handle.write(client.hget(seg, name) or b"")
-            continue
-        for start in range(1, length + 1, SLICE_BYTES):  # Lua counts from 1, both ends in
-            handle.write(cut(keys=[seg], args=[name, start, start + SLICE_BYTES - 1]))
+        else:
+            stream_field(client, seg, name, handle)
+
+
+def stream_field(client: Any, key: str, name: str, handle: BinaryIO) -> int:
+    """``HGET key name`` written to ``handle`` as its reply arrives, :data:`STREAM_BLOCK` bytes
+    at a time, and its length. redis-py reads a reply whole, and Redis cuts no range of a hash
+    field (a Lua ``string.sub`` of a 320 MB one took 3 s a slice): the reply is read off the
+    connection's socket, which holds nothing else once the command is sent (no health check,
+    RESP2)."""
+    import redis
+
+    pool = client.connection_pool
+    connection = pool.get_connection()
+    try:
+        connection.send_command("HGET", key, name, check_health=False)
+        sock = connection._sock  # see the docstring
+        header = b""
+        while not header.endswith(b"\r\n"):
+            byte = sock.recv(1)
+            if not byte or len(header) > 24:
+                raise redis.exceptions.ConnectionError(f"reply to HGET cut at {header!r}")
+            header += byte
+        if not header.startswith(b"$"):
+            raise redis.exceptions.ResponseError(header.decode("utf-8", "replace").strip())
+        length = int(header[1:-2])
+        if length < 0:
+            return 0  # no such field
+        left, wanted = length + 2, length  # the bytes, then their CRLF
+        while left:
+            block = sock.recv(min(STREAM_BLOCK, left))
+            if not block:
+                raise redis.exceptions.ConnectionError("reply to HGET cut short")
+            left -= len(block)
+            handle.write(block[:wanted])
+            wanted -= min(wanted, len(block))
+        return length
+    except BaseException:
+        connection.disconnect()  # a reply half read: the connection is not reused
+        raise
+    finally:
+        pool.release(connection)
 
 
 def remove_stale(directory: Path) -> None:

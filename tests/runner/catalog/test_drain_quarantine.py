@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from runner.catalog.gather import choose, drain, remove_confirmed_segments
-from scraper.redis.defaults import SHIP_CHUNK_BYTES
+from runner.catalog.shipments import CHUNK_MAX_BYTES
 from scraper.redis.keys import Keys
 from scraper.utils.quarantine import count_quarantined
 from tests.support.cluster import shipping_box
 from tests.support.damaged import search_lines
 
-BIG = 20 * 1024 * 1024  # a chunk past SHIP_CHUNK_BYTES and past the drain's 8 MB slices
-_BIG_CHUNK = "redis.call('HSET', KEYS[1], 'c0', string.rep('x', ARGV[1]), 'size', ARGV[1])"
+BIG = CHUNK_MAX_BYTES + 1024 * 1024  # a chunk the drain does not hold whole
 
 
 def _chunk(client: Any, seg: str, data: bytes) -> None:
@@ -42,8 +41,8 @@ TAMPERS: dict[str, tuple[Tamper, str]] = {
                        "its field from is not ASCII text"),
     "chunk past size": (lambda c, seg: c.hset(seg, "c0", c.hget(seg, "c0") + b"zz"),
                         "its chunks hold more than the"),
-    "huge chunk": (lambda c, seg: c.eval(_BIG_CHUNK, 1, seg, BIG),
-                   f"holds {BIG:,} bytes, more than the {SHIP_CHUNK_BYTES:,}"),
+    "huge chunk": (lambda c, seg: _chunk(c, seg, b"x" * BIG),
+                   f"holds {BIG:,} bytes, more than the {CHUNK_MAX_BYTES:,} a chunk may hold"),
     "not a hash": (lambda c, seg: (c.delete(seg), c.set(seg, b"hello")),
                    "its key holds a string"),
 }
@@ -110,7 +109,7 @@ def test_each_unreadable_shipment_is_set_aside_and_every_other_drains(
 def test_a_chunk_is_measured_before_it_is_read(tmp_path: Path, redis_url: str,
                                                redis_server: Any) -> None:
     """The drain asks each chunk's length (HSTRLEN) before it asks its bytes: a huge chunk is
-    never fetched whole, only in slices Redis cuts to keep it."""
+    never fetched as one reply; to keep it, it is streamed off the socket."""
     client, keys = redis_server.client(), Keys()
     a, b = (shipping_box(tmp_path, name, redis_url, spider="search") for name in "ab")
     choose(a["link"].client, keys, a["box"], take_over=False, scheduled=False)
@@ -119,15 +118,15 @@ def test_a_chunk_is_measured_before_it_is_read(tmp_path: Path, redis_url: str,
     (directory / "search-0of1-20261101T000000Z.jsonl").write_bytes(search_lines(1))
     b["shipper"].ship()
     seg = keys.dataset_segment("search/b--search-0of1-20261101T000000Z.jsonl.gz")
-    client.eval(_BIG_CHUNK, 1, seg, BIG)
+    _chunk(client, seg, b"x" * BIG)
     asked: list[tuple[str, ...]] = []
     real = client.execute_command
 
     def watched(*args: Any, **options: Any) -> Any:
         reply = real(*args, **options)
         asked.append(tuple(str(arg) for arg in args[:2]))
-        if args[0] in ("HGET", "EVALSHA") and isinstance(reply, bytes):
-            assert len(reply) <= 8 * 1024 * 1024, args[:2]
+        if isinstance(reply, bytes):
+            assert len(reply) <= CHUNK_MAX_BYTES, args[:2]
         return reply
 
     client.execute_command = watched
