@@ -76,7 +76,9 @@ def render_metrics(status: dict[str, Any]) -> str:
             ("data_growth_bytes_per_day", "data_dir's growth per day over the last week.",
              totals.get("growth_per_day_bytes")),
             ("disk_days_left", "Days until data_dir's disk is full at that growth.",
-             totals.get("disk_days_left"))]
+             totals.get("disk_days_left")),
+            ("segments_quarantined", "Unreadable item segments set aside in "
+             "data_dir/quarantine/.", totals.get("segments_quarantined"))]
     lines = _family("runner_up", "1 while a runner is running on this data_dir.",
                     [({}, 1 if runner.get("alive") else 0)])
     lines += _family("shard_rounds", "Rounds this runner has finished, per spider-shard.",
