@@ -215,11 +215,16 @@ DOWNLOAD_SLOTS = {
 
 # --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ -----------------
 ITEM_PIPELINES = {
+    "pipelines.nesting.NestingLimitPipeline": 40,  # before anything walks the item's values
     "pipelines.surrogates.LoneSurrogatePipeline": 50,  # before anything encodes the item
     "scraper.dedup.contenthash.ContentHashPipeline": 100,
     "pipelines.codefidelity.CodeFidelityPipeline": 800,  # after dedup: a page logged once
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+ITEM_MAX_DEPTH = 32
+"""A field nested deeper than this (lists and objects in lists and objects) is written as null
+with one WARNING naming the item and field (pipelines/nesting.py): the recursive walks after it
+(the lone-surrogate pass, the content hash, JSON) raised RecursionError on one 900 deep."""
 ITEMSTORE_ENABLED = True
 """False (``-s ITEMSTORE_ENABLED=0``): this run writes nothing under data/items/, its items go
 to the feeds (``-o out.csv``) only: an export that leaves the collection as it was."""
