@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scraper.config.collector import CollectorConfig
+from scraper.utils.diskspace import is_disk_full
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import SHARED_DIR_MODE, private_dirs, write_atomic
 
@@ -140,7 +141,9 @@ class MetricsWriter:
                            self.config.metrics_group)
         except OSError as exc:
             if not self.failing:
-                logger.warning("cannot write metrics: %s", exc)
+                # A full disk has its own line (the runner's disk gate): this one, the log's.
+                logger.log(logging.INFO if is_disk_full(exc) else logging.WARNING,
+                           "cannot write metrics: %s", exc)
             self.failing = True
         else:
             self.failing = False
