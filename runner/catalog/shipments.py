@@ -35,9 +35,10 @@ FIELDS = ("size", "chunks", "from", "file")
 """What the commit writes beside the chunks (scraper/cluster/shipping.py's COMMIT)."""
 FIELD_MAX_BYTES = 256
 """Longer than any field an upload writes: a longer one is not read."""
-CHUNK_MAX_BYTES = 16 * SHIP_CHUNK_BYTES
+CHUNK_MAX_BYTES = 4 * SHIP_CHUNK_BYTES
 """A chunk above this is not read as one: a box uploads SHIP_CHUNK_BYTES (a box of another
-version may upload more), and the drain holds one chunk at a time."""
+version may upload more), the drain holds one chunk at a time, and reads it within the
+catalog's Redis timeout (SOCKET_TIMEOUT, 2 s), which a far larger one would miss at every run."""
 STREAM_BLOCK = 1024 * 1024
 """Bytes read at a time of a chunk too large to hold, kept in ``quarantine/``."""
 _CHUNK_NAME = re.compile(rb"c(\d{1,9})")
