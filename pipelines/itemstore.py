@@ -143,10 +143,17 @@ class JsonLinesItemStore:
                 raise
             self._disk_full(exc)
             raise DropItem("not written: the data disk is full", log_level="DEBUG") from None
+        answers = self.crawler.signals.send_catch_log(item_written, item=item)
+        if any(answer is False for _, answer in answers):
+            # Its content hash could not be stored (a full disk): kept, the line would be
+            # written again next round. Truncating frees space: it never fails for ENOSPC.
+            os.ftruncate(self.file.fileno(), self.good_size)
+            self.crawler.stats.inc_value("itemstore/taken_back")
+            raise DropItem("not written: its content hash could not be stored (the data disk "
+                           "is full)", log_level="DEBUG")
         self.good_size += len(line)
         self.count += 1
         self.crawler.stats.inc_value("itemstore/written")
-        self.crawler.signals.send_catch_log(item_written, item=item)
         return item
 
     def _disk_full(self, exc: OSError) -> None:

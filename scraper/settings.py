@@ -51,6 +51,14 @@ ROUND_INTERVAL = 3600.0
 STOP_TIMEOUT = 20.0  # seconds a worker has to end its round after SIGTERM
 LOGS_KEEP_DAYS = 14
 CATALOG_INTERVAL = 3600.0  # seconds between the runner's catalog builds; 0 = never
+CATALOG_MAX_LINE_BYTES = 16 * 1024 * 1024
+"""An item line longer than this is skipped by the catalog, with one line naming file and line,
+never held: the build stays within about 300 MB whatever a segment holds (the longest line
+the spiders write is a docs page's Markdown, a few MB at most under DOWNLOAD_MAXSIZE)."""
+CATALOG_MAX_LINE_VALUES = 1_000_000
+"""... and so is a line that would build more JSON values than this (counted on its text, before
+it is parsed): 16 MB of ``{},`` are 5.6 million dicts, 456 MB of them. A trending snapshot
+holds about a thousand, a docs page's Markdown one per comma or bracket it has."""
 # A shard is unhealthy (runner/core/health.py) after HEALTH_FAILED_ROUNDS rounds in a row without an
 # answer carrying data, or when a round runs longer than
 # HEALTH_MAX_ROUND_INTERVALS × round_interval + HEALTH_MAX_ROUND_SLACK seconds (a hung worker).
@@ -210,11 +218,16 @@ DOWNLOAD_SLOTS = {
 
 # --- items: content-hash dedup, then JSON Lines under {data_dir}/items/{spider}/ -----------------
 ITEM_PIPELINES = {
+    "pipelines.nesting.NestingLimitPipeline": 40,  # before anything walks the item's values
     "pipelines.surrogates.LoneSurrogatePipeline": 50,  # before anything encodes the item
     "scraper.dedup.contenthash.ContentHashPipeline": 100,
     "pipelines.codefidelity.CodeFidelityPipeline": 800,  # after dedup: a page logged once
     "pipelines.itemstore.JsonLinesItemStore": 900,
 }
+ITEM_MAX_DEPTH = 32
+"""A field nested deeper than this (lists and objects in lists and objects) is written as null
+with one WARNING naming the item and field (pipelines/nesting.py): the recursive walks after it
+(the lone-surrogate pass, the content hash, JSON) raised RecursionError on one 900 deep."""
 ITEMSTORE_ENABLED = True
 """False (``-s ITEMSTORE_ENABLED=0``): this run writes nothing under data/items/, its items go
 to the feeds (``-o out.csv``) only: an export that leaves the collection as it was."""

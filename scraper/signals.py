@@ -5,4 +5,6 @@ item_written = object()
 within the same call (args: ``item``). Scrapy's ``item_scraped`` comes later, on a later turn of
 the event loop, by which time other items may have been written too: a handler that records an
 item as collected (the content-hash store) runs here, so a kill between a write and its record
-can leave at most that one item unrecorded (one duplicate line, never a lost one)."""
+can leave at most that one item unrecorded (one duplicate line, never a lost one). A handler
+that returns False could not record it (a full disk): the item store takes the line back and
+drops the item, so the next round writes it once."""

@@ -11,13 +11,17 @@
 * **Bounded memory**: lines are streamed into per-group temporary tables in chunks, then merged
   in SQL; nothing grows with the number of items.
 * **One build at a time**: a second build (the runner's, or one by hand) steps aside.
+* **No file stops it**: a line longer than ``CATALOG_MAX_LINE_BYTES`` is skipped unread (one
+  that would build more than ``CATALOG_MAX_LINE_VALUES`` values, unparsed), and a
+  file that cannot be read (not gzip, truncated, a bad CRC, not UTF-8) is set aside under
+  ``quarantine/`` with one line saying why; its group is loaded again without it
+  (:mod:`runner.catalog.segmentread`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import gzip
 import os
 import sqlite3
 import sys
@@ -42,12 +46,16 @@ from runner.catalog.records import (
 )
 from runner.catalog.retention import remove_older
 from runner.catalog.schema import INDEXES, connect
+from runner.catalog.segmentread import Line, UnreadableSegment, segment_lines
 from runner.core.runargs import redis_url_arg
 from runner.core.usage import INTERRUPTED
 from runner.core.usage import PROG as RUNNER
 from scraper.config.collector import CollectorConfig
+from scraper.settings import CATALOG_MAX_LINE_BYTES, CATALOG_MAX_LINE_VALUES
+from scraper.utils.bounds import json_value_bound
 from scraper.utils.layout import DataLayout
 from scraper.utils.pidlock import exclusive_or_skip
+from scraper.utils.quarantine import set_aside
 from scraper.utils.stamps import utc_stamp
 
 PROG = f"{RUNNER} catalog"
@@ -122,11 +130,14 @@ class BuildResult:
     seconds: float = 0.0
     busy: bool = False  # another build held the lock: this one did nothing
     removed: int = 0  # compressed segments removed (items_keep_days)
+    quarantined: int = 0  # unreadable files set aside
 
     def describe(self, path: Path) -> str:
         if self.busy:
             return f"catalog: another build is running on {path}; nothing done"
         bad = f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
+        if self.quarantined:
+            bad += f", {self.quarantined:,} unreadable files set aside in quarantine/"
         if self.removed:
             bad += f", {self.removed:,} old compressed segments removed"
         return (f"catalog: {self.files:,} new files, {self.lines:,} lines{bad} in "
@@ -179,8 +190,9 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
         if deferred:
             conn.execute(f"DROP INDEX IF EXISTS {DEFERRED_INDEX}")
         for group in groups(files, GROUP_BYTES):
-            lines, bad = load_files(conn, group, warn)
-            result.files += len(group)
+            loaded, lines, bad = load_group(conn, layout, group, warn)
+            result.files += len(loaded)
+            result.quarantined += len(group) - len(loaded)
             result.lines += lines
             result.bad_lines += bad
         if deferred:
@@ -247,12 +259,6 @@ def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
     return remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as handle:
-        yield from enumerate(handle, 1)
-
-
 class _Buffers:
     """Rows waiting for ``executemany``, flushed every :data:`CHUNK` rows."""
 
@@ -305,11 +311,34 @@ def groups(files: list[tuple[str, Path]], limit: int) -> Iterator[list[tuple[str
         yield group
 
 
+def load_group(conn: Any, layout: DataLayout, files: list[tuple[str, Path]], warn: Warn
+               ) -> tuple[list[tuple[str, Path]], int, int]:
+    """:func:`load_files`, again without each file that turns out unreadable (set aside, one
+    line); (the files loaded, lines, bad lines). What the group's files said is said once, for
+    the load that committed."""
+    pending = list(files)
+    while pending:
+        said: list[str] = []
+        try:
+            lines, bad = load_files(conn, pending, said.append)
+        except UnreadableSegment as exc:
+            rel = next(rel for rel, path in pending if path == exc.path)
+            pending = [(r, p) for r, p in pending if r != rel]
+            aside = set_aside(layout, exc.path, layout.quarantined_item_file(rel), exc.why)
+            warn(f"{exc.path}: {exc.why}; set aside as {aside}, the other files load")
+            continue
+        for line in said:
+            warn(line)
+        return pending, lines, bad
+    return [], 0, 0
+
+
 def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[int, int]:
     """Files in one transaction, each recorded as loaded in the same one; (lines, bad) in all.
 
     The merges are order-independent, so a group gives the tables its files give one by one;
-    it only pays the merges and the commit once for all of them.
+    it only pays the merges and the commit once for all of them. An unreadable file raises
+    :class:`UnreadableSegment` after the rollback: nothing of the group is loaded.
     """
     buffers = _Buffers(conn)
     per_hour: dict[tuple[str, str], list[int]] = {}
@@ -342,12 +371,10 @@ def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], li
                warn: Warn) -> tuple[int, int]:
     """One file's lines into the buffers and the hourly counts; (lines, bad)."""
     lines = bad = 0
-    for number, raw in _lines(path):
+    for line in segment_lines(path):
         lines += 1
         try:
-            record = parse_line(raw)
-            if not isinstance(record, dict):
-                raise BadRecord(f"(line): {raw[:60]!r} is not a JSON object")
+            record = _record(line)
             if is_page_snapshot(record):
                 buffers.snapshot(trending.REPOSITORY_LISTS, *page_snapshot(record))
                 continue
@@ -362,15 +389,29 @@ def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], li
             key = (str(spider), stamp(record)[:13] + ":00Z")
             counts = per_hour.setdefault(key, [0, 0])
             counts[0] += 1
-            counts[1] += len(raw)
-        except ValueError as exc:  # BadRecord, json.JSONDecodeError, UnicodeDecodeError
+            counts[1] += line.size
+        except (ValueError, RecursionError) as exc:  # BadRecord, JSONDecodeError; too deep
             bad += 1
             if bad <= WARNINGS_PER_FILE:
                 reason = exc if isinstance(exc, BadRecord) else f"not JSON ({exc})"
-                warn(f"{path}:{number}: {reason}; line skipped")
+                warn(f"{path}:{line.number}: {reason}; line skipped")
     if bad > WARNINGS_PER_FILE:
         warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
     return lines, bad
+
+
+def _record(line: Line) -> dict[str, Any]:
+    if line.text is None:
+        raise BadRecord(f"(line): {line.size:,} bytes, longer than CATALOG_MAX_LINE_BYTES "
+                        f"({CATALOG_MAX_LINE_BYTES:,}); not read")
+    values = json_value_bound(line.text)
+    if values > CATALOG_MAX_LINE_VALUES:
+        raise BadRecord(f"(line): up to {values:,} JSON values, more than "
+                        f"CATALOG_MAX_LINE_VALUES ({CATALOG_MAX_LINE_VALUES:,}); not parsed")
+    record = parse_line(line.text)
+    if not isinstance(record, dict):
+        raise BadRecord(f"(line): {line.text[:60]!r} is not a JSON object")
+    return record
 
 
 def _take_samples(conn: Any, layout: DataLayout) -> None:

@@ -22,7 +22,6 @@ dataset box still builds from what it has, and another box still says where the 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -31,9 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from runner.catalog.retention import remove_older
+from runner.catalog.shipments import (
+    EntryGone,
+    UnreadableShipment,
+    keep,
+    read_fields,
+    receive,
+    remove_stale,
+)
 from scraper.cluster.boxid import ID_RE, Box, BoxIdClash
 from scraper.cluster.registry import quick_client
-from scraper.cluster.shipping import DONE, ENTRY_RE, Ledger, chunk_field, dataset_box
+from scraper.cluster.shipping import DONE, ENTRY_RE, QUARANTINED, Ledger, dataset_box
 from scraper.config.collector import CollectorConfig
 from scraper.redis.defaults import SOCKET_TIMEOUT
 from scraper.redis.keys import Keys
@@ -43,15 +50,7 @@ from scraper.utils.pidlock import exclusive_or_skip
 from scraper.utils.statefile import private_dirs, read_json, write_json_atomic
 from scraper.utils.urlmask import mask_url
 
-TEMP_PREFIX = "."
-TEMP_SUFFIX = ".drain"
-"""A segment being received: hidden and without a closed suffix, so nothing else reads it."""
-
 Say = Callable[[str], None]
-
-
-class EntryGone(Exception):
-    """The entry's data left Redis before it was read whole: another drain took it."""
 
 
 @dataclass(slots=True)
@@ -60,10 +59,13 @@ class DrainResult:
     bytes: int = 0
     skipped: int = 0  # here already (a second drain of an entry, or this box's own)
     refused: int = 0  # not an entry this collector ships
+    quarantined: int = 0  # unreadable: set aside under quarantine/shipped/
     boxes: set[str] = field(default_factory=set)
 
     def describe(self) -> str:
         skipped = f", {self.skipped} here already" if self.skipped else ""
+        if self.quarantined:
+            skipped += f", {self.quarantined} unreadable set aside in quarantine/"
         segments = "segment" if self.received == 1 else "segments"
         boxes = "box" if len(self.boxes) == 1 else "boxes"
         return (f"catalog: received {self.received} shipped {segments} "
@@ -115,13 +117,14 @@ def loaded_in_catalog(db: Path) -> Callable[[str], bool]:
 
 def drain(client: Any, keys: Keys, layout: DataLayout, box: Box,
           loaded: Callable[[str], bool], warn: Say) -> DrainResult:
-    """Every entry queued now into ``items/``, each once; raises a Redis error on the way (what
-    is not drained stays in Redis for the next run)."""
+    """Every entry queued now into ``items/``, each once; an unreadable one into
+    ``quarantine/shipped/`` with one line (:mod:`runner.catalog.shipments`). Raises a Redis
+    error or an OSError on the way (what is not drained stays in Redis for the next run)."""
     result = DrainResult()
     done = client.register_script(DONE)
-    for directory in layout.items_root.glob("*/"):
-        for stale in directory.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"):  # a killed drain's
-            stale.unlink(missing_ok=True)
+    for directory in (*layout.items_root.glob("*/"),
+                      *(layout.quarantine_dir / "shipped").glob("*/")):
+        remove_stale(directory)  # a killed drain's
     for raw in client.lrange(keys.dataset_queue, 0, -1):
         entry = raw.decode("utf-8", "replace")
         seg = keys.dataset_segment(entry)
@@ -132,64 +135,42 @@ def drain(client: Any, keys: Keys, layout: DataLayout, box: Box,
                  "collector ships; dropped unread")
             done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
             continue
-        rel = entry
-        target = layout.items_root / rel
-        shipper, file = (v.decode("utf-8", "replace") if v else "" for v in
-                         client.hmget(seg, ["from", "file"]))
-        if match["origin"] == box.id or _here(target, rel, loaded):
-            result.skipped += 1
-        else:
-            try:
-                size = _receive(client, seg, target)
-            except EntryGone:  # drained by another, or lost by Redis: its box ships it again
-                done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
-                continue
-            result.received += 1
-            result.bytes += size
-            result.boxes.add(match["origin"])
+        target = layout.items_root / entry
+        kept_aside = False
+        try:
+            declared = read_fields(client, seg)
+            shipper, file = declared.shipper, declared.file
+            if match["origin"] == box.id or _here(target, entry, loaded):
+                result.skipped += 1
+            else:
+                result.bytes += receive(client, seg, declared, target)
+                result.received += 1
+                result.boxes.add(match["origin"])
+        except EntryGone:  # drained by another, or lost by Redis: its box ships it again
+            done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
+            continue
+        except UnreadableShipment as exc:
+            # Set aside, and said so to its box: it ships it no more, and keeps its own copy.
+            shipper, file = exc.shipper or "", exc.file or ""
+            aside = keep(client, seg, layout, entry, exc.why)
+            warn(f"{keys.dataset_queue}: {entry}: {exc.why}; set aside as {aside}, the other "
+                 "segments load")
+            result.quarantined += 1
+            kept_aside = True
         if file and ID_RE.fullmatch(shipper):  # on disk here: the box that shipped it hears so
+            heard = f"{box.id} {file}" + (f" {QUARANTINED}" if kept_aside else "")
             done(keys=[keys.dataset_bytes, seg, keys.dataset_queue,
-                       keys.dataset_confirmed(shipper, match["spider"])],
-                 args=[raw, f"{box.id} {file}"])
+                       keys.dataset_confirmed(shipper, match["spider"])], args=[raw, heard])
         else:
             done(keys=[keys.dataset_bytes, seg, keys.dataset_queue], args=[raw])
     return result
 
 
 def _here(target: Path, rel: str, loaded: Callable[[str], bool]) -> bool:
+    """In ``items/`` or the catalog already. One set aside earlier is not: a box ships it again
+    only when Redis lost it, or its confirmation, and this copy may be sound."""
     plain = target.with_name(target.name.removesuffix(".gz"))
     return target.exists() or plain.exists() or loaded(rel)
-
-
-def _receive(client: Any, seg: str, target: Path) -> int:
-    """Write the segment at ``target`` atomically; its bytes (:class:`EntryGone` if Redis has
-    none: the old dataset box drained it after a take-over, and ships it on)."""
-    chunks = client.hget(seg, "chunks")
-    if chunks is None:
-        raise EntryGone(seg)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f"{TEMP_PREFIX}{target.name}.{os.getpid()}{TEMP_SUFFIX}")
-    size = 0
-    try:
-        with open(temporary, "wb") as handle:
-            for index in range(int(chunks)):
-                piece = client.hget(seg, chunk_field(index))
-                if piece is None:
-                    raise EntryGone(seg)
-                handle.write(piece)
-                size += len(piece)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # the rename itself survives a power cut before Redis forgets the entry
-    finally:
-        os.close(fd)
-    return size
 
 
 def gather(config: CollectorConfig, layout: DataLayout, *, take_over: bool, scheduled: bool,
@@ -273,11 +254,13 @@ def remove_confirmed_segments(layout: DataLayout, keep_days: int,
                               now: float | None = None) -> int:
     """``items_keep_days`` on a box that does not build the dataset: remove its ``.jsonl.gz``
     segments older than ``keep_days`` that the dataset box confirmed it has (the rule of the
-    dataset box's catalog, where "loaded" is "confirmed"); returns how many."""
+    dataset box's catalog, where "loaded" is "confirmed") - not those it set aside, unread;
+    returns how many."""
     spiders = (listing.name.removesuffix(".confirmed")
                for listing in sorted(layout.shipped_dir.glob("*.confirmed")))
-    return remove_older((layout.items_dir(spider) / f"{name}.gz" for spider in spiders
-                         for name in Ledger(layout, spider).confirmed()), keep_days, now)
+    ledgers = (Ledger(layout, spider) for spider in spiders)
+    return remove_older((layout.items_dir(ledger.spider) / f"{name}.gz" for ledger in ledgers
+                         for name in ledger.confirmed() - ledger.quarantined()), keep_days, now)
 
 
 def known_elsewhere(layout: DataLayout) -> str | None:

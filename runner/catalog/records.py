@@ -8,6 +8,7 @@ field and value, so the build can name file, line, field and value in one line.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from scraper.docpages.fidelityrecord import FIELDS as FIDELITY_FIELDS
@@ -16,6 +17,9 @@ from scraper.docpages.fidelityrecord import FIELDS as FIDELITY_FIELDS
 class BadRecord(ValueError):
     """One line the catalog cannot use; the message names the field and what was expected."""
 
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""In a str ``json.loads`` made, every surrogate is a lone one: it joins the valid pairs."""
 
 INT64 = (-(2**63), 2**63 - 1)
 """SQLite's integers: a larger one cannot be stored (and failed every later build)."""
@@ -32,10 +36,31 @@ def _no_constant(name: str) -> Any:
     raise BadRecord(f"(number): {name} is not a number JSON allows")
 
 
-def parse_line(raw: bytes | str) -> Any:
+def parse_line(text: str) -> Any:
     """``json.loads`` of one item line, refusing what JSON and SQLite cannot hold: ``NaN``,
-    ``Infinity`` (Python writes them, ``JSON.parse`` rejects them) and integers past 64 bits."""
-    return json.loads(raw, parse_int=_int64, parse_constant=_no_constant)
+    ``Infinity`` (Python writes them, ``JSON.parse`` rejects them), integers past 64 bits and
+    a lone surrogate (``"\\ud800"``: no UTF-8 holds it; SQLite failed the group on it)."""
+    record = json.loads(text, parse_int=_int64, parse_constant=_no_constant)
+    if ("\\ud" in text or "\\uD" in text) and _lone_surrogate(record):
+        raise BadRecord("(text): holds a lone surrogate (half a UTF-16 pair), which UTF-8 and "
+                        "SQLite cannot hold")
+    return record
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Whether a string in ``value`` holds one, looked for without recursion."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, str):
+            if not current.isascii() and _SURROGATE.search(current):
+                return True
+        elif isinstance(current, dict):
+            stack.extend(current)
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+    return False
 
 
 def _field(record: dict[str, Any], name: str, kind: type | tuple[type, ...],

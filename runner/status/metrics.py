@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scraper.config.collector import CollectorConfig
+from scraper.utils.diskspace import is_disk_full
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import SHARED_DIR_MODE, private_dirs, write_atomic
 
@@ -76,7 +77,9 @@ def render_metrics(status: dict[str, Any]) -> str:
             ("data_growth_bytes_per_day", "data_dir's growth per day over the last week.",
              totals.get("growth_per_day_bytes")),
             ("disk_days_left", "Days until data_dir's disk is full at that growth.",
-             totals.get("disk_days_left"))]
+             totals.get("disk_days_left")),
+            ("segments_quarantined", "Unreadable item segments set aside in "
+             "data_dir/quarantine/.", totals.get("segments_quarantined"))]
     lines = _family("runner_up", "1 while a runner is running on this data_dir.",
                     [({}, 1 if runner.get("alive") else 0)])
     lines += _family("shard_rounds", "Rounds this runner has finished, per spider-shard.",
@@ -138,7 +141,9 @@ class MetricsWriter:
                            self.config.metrics_group)
         except OSError as exc:
             if not self.failing:
-                logger.warning("cannot write metrics: %s", exc)
+                # A full disk has its own line (the runner's disk gate): this one, the log's.
+                logger.log(logging.INFO if is_disk_full(exc) else logging.WARNING,
+                           "cannot write metrics: %s", exc)
             self.failing = True
         else:
             self.failing = False

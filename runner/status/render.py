@@ -26,6 +26,7 @@ from scraper.config.collector import CollectorConfig
 from scraper.slicing.searchround import incomplete_note
 from scraper.utils.diskspace import data_size
 from scraper.utils.layout import DataLayout
+from scraper.utils.quarantine import count_quarantined
 from scraper.utils.statefile import WorkerRecord, read_worker
 from scraper.utils.units import format_duration, format_size
 from scraper.utils.urlmask import is_masked
@@ -106,6 +107,8 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
         "disk_days_left": None if disk.days_left is None else round(disk.days_left, 1),
         "workers_up": up,
         "workers_planned": status.runner.planned if recorded else len(workers),
+        # Unreadable item segments the catalog or the drain set aside (scraper/utils/quarantine).
+        "segments_quarantined": count_quarantined(layout),
     }
     # The runner's own identity, whatever token this shell has; the config's when it never ran.
     identity = (recorded.runner.github_identity if recorded and recorded.runner.github_identity
@@ -259,6 +262,9 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"  of them {sum(others.values())} from shards this plan does not run: "
                      + ", ".join(others))
     lines.append(fit(render_disk(totals)))
+    if quarantined := totals.get("segments_quarantined"):
+        lines.append(f"QUARANTINED: {quarantined} unreadable segments in data_dir/quarantine/ "
+                     "(see why.log)")
     if status.get("budget_unknown"):
         lines.append(f"github budget: {status['budget_unknown']}")
     else:

@@ -4,7 +4,8 @@ A worker that finds the disk full exits with ``DISK_FULL_EXIT`` and its slot wai
 keeps new rounds from starting until ``RESUME_FREE_BYTES`` are free again (more than the
 ``START_FREE_BYTES`` a start needs, so the runner does not flap at the boundary). The reserve
 file it holds is released when the disk fills: room for ``status.json`` and the log line that
-says why nothing runs.
+says why nothing runs. A ``--once`` run waits for no space: it ends once the rounds running
+then have, with ``DISK_FULL_EXIT``, and the gate's line is the one that says so.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from scraper.utils.diskspace import (
+    DISK_FULL_EXIT,
     RESUME_FREE_BYTES,
     START_FREE_BYTES,
     DiskReserve,
@@ -26,8 +28,10 @@ logger = logging.getLogger("runner")
 
 
 class DiskGate:
-    def __init__(self, layout: DataLayout, on_full: Callable[[], None]) -> None:
+    def __init__(self, layout: DataLayout, on_full: Callable[[], None], *,
+                 once: bool = False) -> None:
         self.root = layout.root
+        self.once = once
         self.reserve = DiskReserve(layout.disk_reserve)
         self.on_full = on_full  # told once when the disk fills (the runner writes its status)
         self.full_since: float | None = None  # wall clock, shown
@@ -52,7 +56,12 @@ class DiskGate:
             return
         self.full_since = time.time()
         self.reserve.release()
-        logger.error("disk full: %s has %s free; no new workers until %s are free",
-                     self.root, format_size(free_bytes(self.root)),
-                     format_size(RESUME_FREE_BYTES))
+        free = format_size(free_bytes(self.root))
+        if self.once:
+            logger.error("disk full: %s has %s free; --once ends when the rounds running now "
+                         "have, with exit status %d: free space and run it again", self.root,
+                         free, DISK_FULL_EXIT)
+        else:
+            logger.error("disk full: %s has %s free; no new workers until %s are free",
+                         self.root, free, format_size(RESUME_FREE_BYTES))
         self.on_full()

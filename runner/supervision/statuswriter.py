@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.core.runnerstate import StatusFile, write_status
 from runner.status.metrics import MetricsWriter
+from scraper.utils.diskspace import is_disk_full
 from scraper.utils.layout import DataLayout
 
 if TYPE_CHECKING:
@@ -29,13 +30,16 @@ STATUS_INTERVAL = 2.0
 class StatusWriter:
     def __init__(self, layout: DataLayout, snapshot: Callable[[], StatusFile],
                  metrics: MetricsWriter, beacon: RunnerBeacon | None = None,
-                 beacon_record: Callable[[], dict[str, Any]] | None = None) -> None:
+                 beacon_record: Callable[[], dict[str, Any]] | None = None,
+                 on_disk_full: Callable[[], None] = lambda: None) -> None:
         self.path = layout.status_file
         self.snapshot = snapshot
         self.metrics = metrics
         self.beacon = beacon
         self.beacon_record = beacon_record
+        self.on_disk_full = on_disk_full  # the disk gate: it says so, and holds new rounds
         self.last: float | None = None  # time.monotonic() of the last write
+        self.failing = False  # the last write failed: said once, not every STATUS_INTERVAL
 
     def write_if_due(self) -> None:
         if self.last is None or time.monotonic() - self.last >= STATUS_INTERVAL:
@@ -48,5 +52,14 @@ class StatusWriter:
         try:
             write_status(self.path, self.snapshot())
         except OSError as exc:
-            logger.warning("cannot write status: %s", exc)
+            full = is_disk_full(exc)
+            if not self.failing:
+                # A full disk has its own line (the disk gate's): this one goes to the log.
+                logger.log(logging.INFO if full else logging.WARNING, "cannot write status: %s",
+                           exc)
+            self.failing = True
+            if full:
+                self.on_disk_full()
+        else:
+            self.failing = False
         self.metrics.write()

@@ -145,7 +145,8 @@ class Supervisor:
         self.started_at = time.time()  # shown
         self.memory_warned = False
         self.flow = DataFlowNotices()
-        self.disk = DiskGate(self.layout, on_full=lambda: self.status.write(force=True))
+        self.disk = DiskGate(self.layout, on_full=lambda: self.status.write(force=True),
+                             once=once)
         self.catalog = CatalogSchedule(config, str(self.layout.resolved_config),
                                        enabled=not once)
         self.pool = self._pool()
@@ -159,7 +160,7 @@ class Supervisor:
             self.beacon = RunnerBeacon(redis_url)
         self.status = StatusWriter(self.layout, self.status_record,
                                    MetricsWriter(self.layout, config), self.beacon,
-                                   self._beacon_record)
+                                   self._beacon_record, on_disk_full=self.disk.mark_full)
 
     # --- signals -------------------------------------------------------------------------------
 
@@ -205,8 +206,9 @@ class Supervisor:
                 change = self.reloader.take(self.config)
                 if change is not None:
                     self._replace(*change)
-            if self.once and self.table.all_ended():
-                break
+            if self.once and (self.table.all_ended()
+                              or (self.disk.full_since and not self.table.running)):
+                break  # a --once run waits for no space: its rounds go again next run
             self._start_due()
             self.catalog.tick()
             self.status.write_if_due()
@@ -375,9 +377,11 @@ class Supervisor:
 
     def _exit_code(self) -> int:
         """0, except for a ``--once`` run that was stopped, or in which any worker's round
-        failed or fetched nothing: that is 1, after one summary line per spider."""
+        failed or fetched nothing: that is 1, after one summary line per spider; one the data
+        disk filled in is ``DISK_FULL_EXIT`` (the disk gate's line said it)."""
         if not self.once:
             return 0
+        disk_full = self.disk.full_since is not None
         problems: dict[str, list[str]] = {}
         for s in self.table.slots:
             problem = round_failed(s.outcome) if s.state == SlotStatus.DONE else (
@@ -385,10 +389,14 @@ class Supervisor:
             mine = problems.setdefault(s.slot.spider, [])
             if problem:
                 mine.append(f"shard {s.slot.shard} {problem}")
-                print(f"failed: {s.slot.spider} {s.slot.shard}: {problem}", file=sys.stderr)
+                if not disk_full:
+                    print(f"failed: {s.slot.spider} {s.slot.shard}: {problem}",
+                          file=sys.stderr)
         for spider, mine in problems.items():
             records = [s.outcome for s in self.table.slots if s.slot.spider == spider]
             print(once_summary(spider, records, mine), flush=True)
+        if disk_full:
+            return DISK_FULL_EXIT
         if self.stopping:
             print(f"{PROG}: stopped before every round ended", file=sys.stderr)
             return 1

@@ -23,6 +23,12 @@ a consumer, with whole closed segments as the entries instead of one item each:
   new one receives every box's segments — the old dataset box's included, with those it had
   received: an entry keeps the name of the box that wrote it (``{origin}--{segment}``), so
   nothing comes back to its own box and nothing is written twice.
+* **An unreadable one is kept, said once**: a segment the drain cannot read (fields unlike an
+  upload's, chunks past their declared size, a gzip that does not check:
+  :mod:`runner.catalog.shipments`) is set aside in the dataset box's ``quarantine/`` and
+  confirmed as such (``{dataset box} {segment} quarantined``): the box ships it no more, logs
+  one WARNING, and keeps its own copy (``{spider}.quarantined``: never removed by
+  ``items_keep_days``), which may be the sound one.
 
 Shipping runs at the end of each round in the worker (:class:`SegmentShipper`, after the item
 store closed its segment), one worker of a spider per box at a time (a lock), for at most
@@ -59,6 +65,8 @@ logger = logging.getLogger("scraper.cluster")
 
 CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
 SHIPPED_SUFFIX = ".jsonl.gz"
+QUARANTINED = "quarantined"
+"""The word after a confirmation's segment name when the dataset box set the segment aside."""
 SEPARATOR = "--"
 """Between the box that wrote a segment and the segment's name, in an entry and in the file the
 dataset box writes; a segment's own name has single dashes only."""
@@ -117,7 +125,13 @@ return 1
 # an entry (its file is on the dataset box's disk): Redis forgets it and, in the same step, tells
 # the box that shipped it (asked again: nothing more).
 DONE = """
-local size = tonumber(redis.call('HGET', KEYS[2], 'size') or '0') or 0
+local size = 0
+if redis.call('TYPE', KEYS[2]).ok == 'hash' then  -- anything else: another writer's, no count
+  local declared = redis.call('HGET', KEYS[2], 'size') or ''
+  if string.len(declared) <= 15 and string.match(declared, '^%d+$') then
+    size = tonumber(declared)
+  end
+end
 if redis.call('DEL', KEYS[2]) == 1 and size > 0 then
   if tonumber(redis.call('DECRBY', KEYS[1], size)) < 0 then redis.call('SET', KEYS[1], '0') end
 end
@@ -158,8 +172,10 @@ class Ledger:
 
     def __init__(self, layout: DataLayout, spider: str) -> None:
         directory = layout.shipped_dir
+        self.spider = spider
         self.path = directory / f"{spider}.list"
         self.confirmed_path = directory / f"{spider}.confirmed"
+        self.quarantined_path = directory / f"{spider}.quarantined"
         self.target_path = directory / f"{spider}.to"
         self.directory = directory
 
@@ -170,6 +186,10 @@ class Ledger:
     def confirmed(self) -> set[str]:
         """Written to the dataset box's disk, by name without ``.gz``."""
         return _lines(self.confirmed_path)
+
+    def quarantined(self) -> set[str]:
+        """Of those confirmed, the ones it could not read and set aside."""
+        return _lines(self.quarantined_path)
 
     def target(self) -> str:
         try:
@@ -186,15 +206,16 @@ class Ledger:
         if current == target or not target:
             return
         if current:
-            write_atomic(self.path, "")
-            write_atomic(self.confirmed_path, "")
+            for path in (self.path, self.confirmed_path, self.quarantined_path):
+                write_atomic(path, "")
         write_atomic(self.target_path, target + "\n")
 
-    def add(self, *names: str, confirmed: bool = False) -> None:
+    def add(self, *names: str, confirmed: bool = False, quarantined: bool = False) -> None:
         if not names:
             return
         private_dirs(self.directory)
-        path = self.confirmed_path if confirmed else self.path
+        path = (self.quarantined_path if quarantined else self.confirmed_path if confirmed
+                else self.path)
         fd = open_private(path, os.O_RDWR | os.O_APPEND)
         try:
             end = os.fstat(fd).st_size
@@ -209,7 +230,9 @@ class Ledger:
     def keep(self, shipped: set[str], confirmed: set[str]) -> None:
         """Rewrite the ledger with these names only (atomically): the names of segments gone
         from the disk (``items_keep_days``) leave it, so it grows with what the box keeps."""
-        for path, names in ((self.path, shipped), (self.confirmed_path, confirmed)):
+        quarantined = self.quarantined() & confirmed
+        for path, names in ((self.path, shipped), (self.confirmed_path, confirmed),
+                            (self.quarantined_path, quarantined)):
             write_atomic(path, "".join(name + "\n" for name in sorted(names)))
 
 
@@ -261,6 +284,7 @@ class ShipResult:
     target: str | None = None  # the dataset box's id; None while none is chosen
     confirmed: int = 0  # the dataset box wrote them to its disk
     lost: int = 0  # gone from Redis unconfirmed (a Redis rollback or flush): shipped again
+    set_aside: list[str] = field(default_factory=list)  # confirmed unreadable: quarantined
 
 
 class Shipper:
@@ -332,26 +356,33 @@ class Shipper:
             pipe.exists(keys.dataset_segment(entry_name(self.spider, self.box.id, name)))
         held = pipe.execute() if pending else []
         gone = {name for name, there in zip(pending, held, strict=True) if not there}
-        fresh = self._confirmations(result.target)
+        fresh = self._confirmations(result)
         result.confirmed = len(fresh)
         lost = gone - fresh
         result.lost = len(lost)
         return shipped - lost
 
-    def _confirmations(self, target: str | None) -> set[str]:
-        """Pop what the dataset box confirmed, recorded in the ledger before it leaves Redis."""
+    def _confirmations(self, result: ShipResult) -> set[str]:
+        """Pop what the dataset box confirmed, recorded in the ledger before it leaves Redis;
+        the names it set aside go to ``result.set_aside``."""
         client = self.link.client
         key = self.keys.dataset_confirmed(self.box.id, self.spider)
         raw = client.lrange(key, 0, -1)
         if not raw:
             return set()
-        names = set()
+        names, aside = set(), set()
         for line in raw:
-            drainer, _, name = as_text(line).partition(" ")
+            drainer, _, said = as_text(line).partition(" ")
+            name, _, flag = said.partition(" ")
+            target = result.target
             if name and (target is None or drainer == target):  # an old dataset box's: void
                 names.add(name.removesuffix(".gz"))
+                if flag == QUARANTINED:
+                    aside.add(name.removesuffix(".gz"))
+        self.ledger.add(*sorted(aside), quarantined=True)  # first: never removed as confirmed
         self.ledger.add(*sorted(names), confirmed=True)
         client.ltrim(key, len(raw), -1)
+        result.set_aside = sorted(aside)
         return names
 
     def _ship_one(self, path: Path, name: str) -> tuple[str, int]:
@@ -437,6 +468,13 @@ class SegmentShipper:
             logger.warning("%d shipped segments left Redis before the dataset box confirmed "
                            "them (Redis restarted from an older snapshot, failed over or was "
                            "flushed): shipped again", result.lost)
+        if result.set_aside:
+            stats.set_value("distributed/segments_set_aside", len(result.set_aside))
+            logger.warning("the dataset box could not read %d shipped segments (%s) and set "
+                           "them aside in its quarantine/ (its why.log says why): they are "
+                           "not shipped again, and kept here (never removed by "
+                           "items_keep_days)", len(result.set_aside),
+                           ", ".join(result.set_aside[:3]))
         if result.unnamed and _news(layout.shipped_dir / f"{spider.name}.unnamed",
                                     result.unnamed):
             logger.info("not shipped to the dataset box, their names are not segment names "

@@ -12,6 +12,7 @@ Redis across machines, see :mod:`scraper.stores.base`):
 
 A kill between writing an item and confirming its hash may duplicate a line, never lose one;
 confirmed as it is written, one item at most is in that gap, so a kill duplicates at most one.
+A hash a full disk keeps out of the store is no gap: the item store takes that line back.
 The store is per spider, shared by all its shards (and, on Redis, by every machine), so a new
 shard plan never makes collected content new again. ``CONTENTHASH_RESET`` (or ``-a
 contenthash_reset=1``) ignores the hashes written before this run (a hash's value is its item's
@@ -23,6 +24,7 @@ page is fetched again next round) rather than risk a duplicate.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any, NoReturn, Protocol
 
 import scrapy
@@ -35,7 +37,7 @@ from scraper.exceptions import DuplicateItem
 from scraper.items import content_hash, is_deduplicated
 from scraper.signals import item_written
 from scraper.stores.base import Outage, StoreUnavailable, build_store
-from scraper.utils.diskspace import round_closed_when_full, skipped_when_full
+from scraper.utils.diskspace import is_disk_full, report_disk_full, round_closed_when_full
 from scraper.utils.engine import engine_closing
 from scraper.utils.spiderargs import reset_requested
 from scraper.utils.stamps import next_second_stamp
@@ -112,13 +114,23 @@ class ContentHashPipeline:
         self.stats.inc_value("contenthash/dropped")
         raise DuplicateItem(f"content already collected ({digest[:12]})", log_level="DEBUG")
 
-    def confirm_written(self, item: Any, **kwargs: Any) -> None:
+    def confirm_written(self, item: Any, **kwargs: Any) -> bool:
+        """Store the hash of an item just written; False when a full disk kept it out, and the
+        item store takes the line back (written with no hash, the next round wrote it again:
+        a duplicate line per item the round wrote after the store's disk filled)."""
         digest = item.get("content_hash")
-        if digest in self.in_flight:
-            self.in_flight.discard(digest)
-            with skipped_when_full():
-                self.store.confirm(digest, item.get("collected_at") or "")
-                self.stats.inc_value("contenthash/stored")
+        if digest not in self.in_flight:
+            return True
+        try:
+            self.store.confirm(digest, item.get("collected_at") or "")
+        except (OSError, sqlite3.OperationalError) as exc:
+            if not is_disk_full(exc):
+                raise
+            report_disk_full("cannot write a store", exc)  # said once, by whichever came first
+            return False  # still claimed: the drop that follows releases it
+        self.in_flight.discard(digest)
+        self.stats.inc_value("contenthash/stored")
+        return True
 
     def item_failed(self, item: Any, exception: BaseException | None = None,
                     **kwargs: Any) -> None:

@@ -25,8 +25,10 @@ def cut_at_elements(body: bytes, limit: int) -> bytes | None:
     return None
 
 
-def json_value_bound(body: bytes) -> int:
+def json_value_bound(body: bytes | str) -> int:
     """An upper bound on the values (and containers) ``json.loads(body)`` builds: every value
     but the last of a container is followed by a comma, every container opens with a bracket.
     Commas inside strings only make the bound looser."""
+    if isinstance(body, str):
+        return body.count(",") + body.count("{") + body.count("[") + 1
     return body.count(b",") + body.count(b"{") + body.count(b"[") + 1

@@ -122,9 +122,9 @@ def round_closed_when_full() -> Iterator[None]:
 
 @contextmanager
 def skipped_when_full() -> Iterator[None]:
-    """Around a store write the next round makes good (a content hash, a page's record or its
-    links: at worst an item is written twice or a page fetched again): on a full disk the write
-    is skipped, never a traceback, and the round closes."""
+    """Around a store write the next round makes good (a page's record or its links: at worst a
+    page is fetched again): on a full disk the write is skipped, never a traceback, and the
+    round closes. (A content hash is not skipped so: its item's line is taken back.)"""
     try:
         yield
     except (OSError, sqlite3.OperationalError) as exc:

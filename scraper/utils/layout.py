@@ -28,6 +28,11 @@
                                                                 which dataset box; one shipper
     {data_dir}/state/dataset-box.json, drain.lock               Redis mode: the dataset box last
                                                                 seen; one drain at a time
+    {data_dir}/quarantine/items/{spider}/{segment}              a closed segment the catalog
+                                                                cannot read, set aside
+    {data_dir}/quarantine/shipped/{spider}/{box}--{segment}     Redis mode: a shipped segment the
+                                                                drain cannot take, set aside
+    {data_dir}/quarantine/why.log                               when and why each was set aside
 
 Everything under ``state/`` is created private to the user (see :mod:`scraper.utils.statefile`).
 """
@@ -234,6 +239,23 @@ class DataLayout:
     @property
     def feeds_dir(self) -> Path:
         return self.root / "feeds"
+
+    @property
+    def quarantine_dir(self) -> Path:
+        """Segments no reader can read, kept byte for byte (:mod:`scraper.utils.quarantine`)."""
+        return self.root / "quarantine"
+
+    def quarantined_item_file(self, rel: str) -> Path:
+        """Where a closed segment of ``items/`` (``rel``: ``{spider}/{name}``) is set aside."""
+        return self.quarantine_dir / "items" / rel
+
+    def quarantined_shipment(self, entry: str) -> Path:
+        """Where a shipped segment (``entry``: ``{spider}/{box}--{name}``) is set aside."""
+        return self.quarantine_dir / "shipped" / entry
+
+    @property
+    def quarantine_log(self) -> Path:
+        return self.quarantine_dir / "why.log"
 
     def archive_dir(self, spider: str) -> Path:
         """Archived page bodies, one gzip file per distinct body (scraper/trending/archive.py)."""

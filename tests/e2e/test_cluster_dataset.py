@@ -140,6 +140,7 @@ def test_a_kill_of_the_shipper_or_the_drain_at_any_step_loses_and_duplicates_not
         tmp_path: Path, redis_url: str, redis_server: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
     import runner.catalog.gather as gather
+    import runner.catalog.shipments as shipments
 
     client = redis_server.client()
     a, b = box(tmp_path, "a", redis_url), box(tmp_path, "b", redis_url)
@@ -155,15 +156,15 @@ def test_a_kill_of_the_shipper_or_the_drain_at_any_step_loses_and_duplicates_not
     assert redis_holds(client)[1] == 3
 
     # The drain killed mid-segment, then after the rename but before Redis forgot the entry.
-    real_receive, real_replace = gather._receive, gather.os.replace
+    real_receive, real_replace = gather.receive, shipments.os.replace
 
     def killed_mid_write(source: Any, destination: Any) -> None:
         raise Killed
 
-    monkeypatch.setattr(gather.os, "replace", killed_mid_write)
+    monkeypatch.setattr(shipments.os, "replace", killed_mid_write)
     with pytest.raises(Killed):
         drain_into(a)
-    monkeypatch.setattr(gather.os, "replace", real_replace)
+    monkeypatch.setattr(shipments.os, "replace", real_replace)
     assert received(a["layout"]) == {} and redis_holds(client)[1] == 3
     stale = a["layout"].items_dir("docs") / ".b--docs-0of1-20260100T000000Z.jsonl.gz.77.drain"
     stale.write_bytes(b"\x1f\x8b")  # what a kill -9 mid-write leaves (no cleanup runs then)
@@ -172,10 +173,10 @@ def test_a_kill_of_the_shipper_or_the_drain_at_any_step_loses_and_duplicates_not
         real_receive(*args)
         raise Killed
 
-    monkeypatch.setattr(gather, "_receive", killed_after_rename)
+    monkeypatch.setattr(gather, "receive", killed_after_rename)
     with pytest.raises(Killed):
         drain_into(a)
-    monkeypatch.setattr(gather, "_receive", real_receive)
+    monkeypatch.setattr(gather, "receive", real_receive)
     assert len(received(a["layout"])) == 1 and redis_holds(client)[1] == 3
 
     # The drain after the kills: each segment once, Redis empty, no temporary file left.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import time
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from scraper.utils.diskspace import DISK_FULL_EXIT
 from tests.support.collector import Collector, generous_budget
 from tests.support.disk import tmpfs
 from tests.support.incrawler import crawl, crawl_round
@@ -44,16 +47,17 @@ def status(collector: Collector) -> dict[str, Any]:
 @pytest.mark.timeout(240)
 def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
         tmp_path: Path, small_disk: Path, fake_docs_factory: Any) -> None:
+    """A runner without --once waits for space, and resumes by itself once it is back."""
     docs = fake_docs_factory(sites=2, pages=150, page_kb=16)
     sites = [f"{docs.url()}/site{k}/" for k in range(2)]
     collector = Collector(tmp_path / "c")
     collector.data_dir = small_disk / "data"
-    collector.configure(docs_urls=sites)
+    collector.configure(docs_urls=sites, round_interval=3600)
     # Stores, logs and a few items fit; the whole crawl (~4.8 MB of items) does not.
     crawl("docs", collector.config_path, settings={"CLOSESPIDER_ITEMCOUNT": 3}, shard="0/2")
     ballast = fill(small_disk, leave=2560 * 1024)
 
-    runner = collector.start_runner("--workers", "2", "--spiders", "docs", "--once")
+    runner = collector.start_runner("--workers", "2", "--spiders", "docs")
     try:
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -76,7 +80,15 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
         assert before
 
         ballast.unlink()
-        _out, err = runner.communicate(timeout=150)
+        deadline = time.time() + 150
+        while time.time() < deadline:  # every shard's round after the space came back
+            if all(worker["rounds"] >= 1 for worker in status(collector)["workers"]):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the runner did not resume when space was freed")
+        runner.send_signal(signal.SIGTERM)
+        _out, err = runner.communicate(timeout=60)
     finally:
         if runner.poll() is None:
             runner.kill()
@@ -95,6 +107,38 @@ def test_full_disk_stops_cleanly_and_resumes_when_space_is_freed(
     assert {i["content_hash"] for i in after} == {i["content_hash"] for i in plain.items("docs")}
     runner_log = (collector.data_dir / "logs" / "runner.log").read_text()
     assert "disk full:" in runner_log and "resuming workers" in runner_log
+
+
+@pytest.mark.timeout(240)
+def test_once_on_a_full_disk_ends_at_once_and_the_next_run_writes_each_item_once(
+        tmp_path: Path, fake_github: Any) -> None:
+    """The data dir on a 3 MB tmpfs: --once never ended (killed at 300 s), and after space
+    came back items were written twice (their lines written, their content hashes not)."""
+    collector = Collector(tmp_path / "c")
+    with tmpfs(collector.data_dir, "size=3m") as data:
+        collector.configure(github=fake_github)
+        started = time.monotonic()
+        full = collector.runner("--workers", "2", "--spiders", "trending", "--once",
+                                timeout=120)
+        took = time.monotonic() - started
+        assert full.returncode == DISK_FULL_EXIT, full.stdout + full.stderr
+        (line,) = full.stderr.strip().splitlines()
+        assert f"disk full: {data} has " in line and "--once ends" in line, line
+        assert took < 60, f"--once took {took:.0f} s on a full disk"
+        first = collector.items("trending")  # every visible line parses
+
+        subprocess.run(["mount", "-o", "remount,size=64m", str(data)], check=True)
+        again = collector.runner("--workers", "2", "--spiders", "trending", "--once")
+        assert again.returncode == 0, again.stdout + again.stderr
+        items = [item for item in collector.items("trending") if "rows" not in item]
+    assert first
+    hashes = collections.Counter(item["content_hash"] for item in items)
+    assert [h for h, n in hashes.items() if n > 1] == []  # each item once
+    plain = Collector(tmp_path / "plain")
+    plain.configure(github=fake_github)
+    assert plain.runner("--workers", "2", "--spiders", "trending", "--once").returncode == 0
+    assert set(hashes) == {item["content_hash"] for item in plain.items("trending")
+                           if "rows" not in item}  # and none lost
 
 
 @pytest.mark.timeout(60)

@@ -246,6 +246,29 @@ def test_search_result_with_a_lone_surrogate_is_kept(collector: Collector,
 
 
 @pytest.mark.timeout(60)
+def test_search_result_nested_past_the_limit_is_written_with_that_field_null(
+        collector: Collector, fake_hostile: Any) -> None:
+    """A description nested 900 lists deep: two RecursionError tracebacks and the item lost
+    without a line, before."""
+    collector.configure(spiders={"search": {"queries": ["nested"], "per_page": 3}})
+    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
+                    api_url=f"{fake_hostile.url()}/api")
+    status, _, _ = run_watched(collector, "search", timeout=45)
+    log = collector.log("search")
+    assert status == 0, log[-3000:]
+    assert "Traceback" not in log and not error_lines(log), log[-3000:]
+    items = {item["full_name"]: item for item in collector.items("search")}
+    assert sorted(items) == ["hostile/nested-repo-1", "hostile/nested-repo-2"]
+    assert items["hostile/nested-repo-1"]["description"] is None
+    assert items["hostile/nested-repo-1"]["stargazers_count"] == 99  # the rest is kept
+    assert items["hostile/nested-repo-2"]["description"] == "Repository 2 of query nested"
+    (warning,) = [line for line in log.splitlines() if "] WARNING: " in line]
+    assert "hostile/nested-repo-1: field description nests deeper than ITEM_MAX_DEPTH" \
+        in warning
+    assert collector.stats("search")["items/too_deep_nulled"] == 1
+
+
+@pytest.mark.timeout(60)
 def test_trending_page_with_thousands_of_rows_is_capped(collector: Collector,
                                                         fake_hostile: Any) -> None:
     collector.configure(spiders={"trending": {"languages": [""], "periods": ["daily"]}})

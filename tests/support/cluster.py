@@ -273,3 +273,19 @@ def crawler_for(url: str, **settings: Any) -> Any:
     spider.crawler, spider.settings = crawler, values
     crawler.spider = spider
     return crawler
+
+
+def shipping_box(tmp_path: Path, name: str, url: str, spider: str = "docs",
+                 cap: int = 1 << 30) -> dict[str, Any]:
+    """One box's data dir, its id (``name``), a Redis link and the project's shipper of
+    ``spider``'s segments, in this process."""
+    from scraper.cluster.shipping import Box, Shipper
+    from scraper.redis.connection import RedisLink
+    from scraper.redis.keys import Keys
+    from scraper.utils.layout import DataLayout
+
+    layout = DataLayout(tmp_path / name)
+    identity = Box(name, f"host:{layout.root}")
+    link = RedisLink(url)
+    return {"layout": layout, "box": identity, "link": link,
+            "shipper": Shipper(link, Keys(), layout, spider, max_bytes=cap, box=identity)}

@@ -239,6 +239,24 @@ def run_watched(collector: Collector, spider: str, timeout: float) -> tuple[int,
     return proc.returncode, time.time() - started, peak
 
 
+def runner_watched(collector: Collector, *args: str, timeout: float
+                   ) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run ``python -m runner ARGS``; returns what it did and its peak RSS in MB."""
+    proc = collector.start_runner(*args)
+    peak, started = 0.0, time.time()
+    try:
+        while proc.poll() is None:
+            if time.time() - started > timeout:
+                proc.kill()
+                raise AssertionError(f"python -m runner {' '.join(args)} still running after "
+                                     f"{timeout}s")
+            peak = max(peak, peak_rss_mb(proc.pid) or 0.0)
+            time.sleep(0.05)
+    finally:
+        out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), peak
+
+
 def generous_budget(collector: Collector, **github: Any) -> None:
     """The GitHub budget's first guess as generous as the fake's limits: no pacing here."""
     config = yaml.safe_load(collector.config_path.read_text())

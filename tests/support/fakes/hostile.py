@@ -49,7 +49,8 @@ A GitHub-like search API under ``/api/search/repositories``, chosen by the ``q``
 description holding a lone surrogate, ``\\ud800``, next to a plain result), ``million``
 (1,000,000 results ``{"id": n}`` in 14 MB), ``overfull`` (five results where ``per_page`` asks
 for four), ``badtypes`` (an ``id`` that is a list, ``topics`` a number, no ``full_name``, one
-good result), ``deep`` (``items`` nested 4,000 arrays deep); anything else is answered like
+good result), ``deep`` (``items`` nested 4,000 arrays deep), ``nested`` (a description nested
+:data:`NESTED_VALUE_DEPTH` lists deep, next to a plain result); anything else is answered like
 ``good`` with its own repositories.
 
 Two more listeners are sites whose ``/robots.txt`` cannot be read: ``url("bigrobots")``
@@ -101,6 +102,8 @@ HOSTILE_PAGES = (
 GOOD_PAGES = tuple(f"good{k}.html" for k in range(5))
 DENSE_PAGES = ("big.html", "nested.html", "items.html", "links.html", "links-stream.html")
 NESTED_DIVS = 1600
+NESTED_VALUE_DEPTH = 900
+"""How deep the query ``nested`` buries its first result's description (lists in lists)."""
 NESTED_TEXT = "Found at the bottom of sixteen hundred divs."
 LIST_ITEMS = 100_000
 TRENDING_FLOOD_ROWS = 3000
@@ -494,6 +497,13 @@ class Hostile:
         elif q == "deep":
             body = b'{"total_count": 1, "items": ' + b"[" * 4000 + b"]" * 4000 + b"}"
             await self.send(writer, key, 200, [], body, JSON)
+        elif q == "nested":
+            nested = repo(q, 1)
+            nested["description"] = ["\N{SNOWMAN}"]
+            for _ in range(NESTED_VALUE_DEPTH - 1):
+                nested["description"] = [nested["description"]]
+            body = json.dumps({"total_count": 2, "items": [nested, repo(q, 2)]})
+            await self.send(writer, key, 200, [], body.encode(), JSON)
         elif q == "offpath":  # a next page on the API's host, outside the API's path
             body = json.dumps({"total_count": 9, "items": [repo(q, 1)]})
             link = f'<{self.url}/site/good0.html?{urlencode({"q": q, "page": 2})}>; rel="next"'
