@@ -3,7 +3,7 @@
 Every list of the default plan is served as ``tests/data/github/trending/2026-04_python_daily.html``
 (674 KB, 20 rows), its repositories renamed per list (so two lists never share a repository)
 and its star counts moved on at every fetch, as GitHub's move within an hour: every fetch is a
-new page to the archive (a new template), which is what the archive stores at the defaults.
+new page to the archive, which is what the archive stores at the defaults.
 The values GitHub makes per request (``content``, ``value`` and CSRF attributes: request ids,
 nonces, tokens) are drawn again at every fetch. The rows a fetch shows are returned with its
 body, and they are what :func:`scraper.trending.repositories.parse_trending` reads from it
@@ -79,7 +79,8 @@ class TrendingPages:
         rows, blocks = [], []
         for slot, block in zip(self._slots(list_id, period, hour), self.blocks, strict=True):
             base = slot.base
-            # Letters only: a name with a digit would become a token to the archive's VOLATILE_RE.
+            # Letters only: a name with a digit would be a token to the archive's earlier form
+            # (tests/support/gziparchive.py's VOLATILE_RE).
             name = f"{base.name}-{_letters(list_id)}-{_letters(slot.generation)}"
             age = hour - slot.entered_h
             stars = base.stars + slot.per_hour * age
@@ -106,7 +107,7 @@ class TrendingPages:
                        for i, piece in enumerate(pieces))
 
     def _token(self, length: int) -> str:
-        # A letter and a digit first: still a token to the archive's VOLATILE_RE.
+        # A letter and a digit first: still a token to the earlier form's VOLATILE_RE.
         return "a1" + "".join(self.rng.choices(_TOKEN_CHARS, k=length - 2))
 
 

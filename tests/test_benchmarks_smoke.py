@@ -181,10 +181,12 @@ def test_commands_measures_each_short_command_against_a_scrapy_import(tmp_path: 
 def test_trending_pages_are_read_back_as_the_rows_they_show() -> None:
     """The generated history's trending bodies (``benchmarks/trendingpages.py``): the spider's
     parser reads from each exactly the rows the generator says it shows, every fetch is a new
-    template to the archive, and two lists share no repository."""
+    page with its per-request values cut out (a new template to the archive's earlier form),
+    and two lists share no repository."""
     from benchmarks.trendingpages import TrendingPages
-    from scraper.trending.archive import body_sha256, split_volatile
+    from scraper.trending.archive import body_sha256
     from scraper.trending.repositories import parse_trending
+    from tests.support.gziparchive import split_volatile
 
     pages = TrendingPages()
     url = "https://github.com/trending/rust?since=weekly"
@@ -214,7 +216,7 @@ def test_history_fills_every_part_of_the_data_dir_and_status_forecasts_it(
     assert data["round_log_bytes"].keys() == {"trending", "search", "docs"}
     state = work / "home" / "data" / "state"
     with sqlite3.connect(state / "archive" / "trending.sqlite") as conn:
-        fetches = conn.execute("SELECT count(*) FROM fetches").fetchone()[0]
+        fetches = conn.execute("SELECT count(*) FROM served").fetchone()[0]
     assert fetches == 12 * 24  # every list, every hour
     closed = list((work / "home" / "data" / "items" / "trending").glob("*.jsonl"))
     assert len(closed) == 6 * 23  # each shard's hourly segment, the last one still open
