@@ -48,13 +48,16 @@ class Slot:
 class TrendingPages:
     """The pages of every list, fetch after fetch; ``page(list, period, hour)`` is one fetch."""
 
-    def __init__(self, seed: int = 36, path: Path = BASE_PAGE) -> None:
+    def __init__(self, seed: int = 36, path: Path = BASE_PAGE, *, tokens: bool = True) -> None:
+        """``tokens`` False: the page's own values stay as captured, for a caller that draws
+        the per-request ones itself (``tests/support/fakes/perrequest.py``)."""
         self.rng = random.Random(seed)
         text = path.read_text(encoding="utf-8")
         self.rows = parse_trending(text, "https://github.com/trending/python?since=daily")
         first, last = text.find(ROW_START), text.rfind(ROW_START)
         end = text.find("</article>", last) + len("</article>")
-        self.prefix, self.suffix = _token_pieces(text[:first]), _token_pieces(text[end:])
+        pieces = _token_pieces if tokens else (lambda part: [part])
+        self.prefix, self.suffix = pieces(text[:first]), pieces(text[end:])
         blocks = text[first:end].split(ROW_START)[1:]
         self.blocks = [ROW_START + block for block in blocks]
         if len(self.blocks) != len(self.rows):

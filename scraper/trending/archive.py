@@ -3,9 +3,9 @@
 GitHub never serves the same bytes twice (each page carries a request id, nonces, CSRF
 tokens), but two fetches of one list differ in little more than those. So each fetch's body is
 one zstd frame compressed with its list's *head* as a raw-content dictionary
-(:mod:`scraper.trending.deltas`): the head is the list's last page that moved on (a frame over
-:data:`ADVANCE_BYTES` against the head before it), kept raw in the store, so a put never
-decompresses anything. A frame names its base frame; every :data:`MAX_DEPTH` heads the list
+(:mod:`scraper.trending.deltas`): the head is the list's last page that moved on (its rows
+read differently, :data:`ADVANCE_BYTES`), kept raw in a file beside the store, so a put
+decompresses nothing. A frame names its base frame; every :data:`MAX_DEPTH` heads the list
 starts again from a frame that stands alone, so giving a body back decompresses at most that
 many frames. Each fetch is a small record (list, URL, when, HTTP status, the kept response
 headers, the body's sha256, the parser version that read it and what that parse found). Every
@@ -19,20 +19,24 @@ new table once, in one transaction, still naming their templates, and decode as 
 
 The store is chosen by ``TRENDING_ARCHIVE_STORAGE``, like the other stores
 (:mod:`scraper.stores.base`: built with Scrapy's ``build_from_crawler``, as Scrapy builds
-``HTTPCACHE_STORAGE``); the default keeps everything in ``{data_dir}/state/archive/{spider}.sqlite``
-(earlier templates under ``{data_dir}/archive/{spider}/``).
+``HTTPCACHE_STORAGE``); the default keeps frames and records in
+``{data_dir}/state/archive/{spider}.sqlite``, each list's head in
+``{data_dir}/archive/{spider}/heads/`` (earlier templates beside them).
 
-Crash safety: a fetch's frame, its record and its list's head are written in one transaction,
-so a kill never leaves a record without its body; pruning deletes a frame only once no kept
-fetch needs it (its own, or as the base of another's).
+Crash safety: a fetch's frame and its record are written in one transaction, so a kill never
+leaves a record without its body; a head file is only a copy of what the frames give, checked
+before use and made again from them if it is not whole. Pruning deletes a frame only once no
+kept fetch needs it (its own, or as the base of another's).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -94,9 +98,11 @@ def unreadable(page: ArchivedPage, why: str) -> UnreadableBody:
 
 
 ADVANCE_BYTES = 4096
-"""A frame this large against the head says the list moved on (rows came and went): it becomes
-the head. Below it (per-request values, counts that changed) the head stays, so the raw head
-is rewritten about once per real change, not at every fetch."""
+"""A page whose rows read differently from the head's moves on: it becomes the list's head, so
+the fetches after it pay for what differs from it, not from an older page. So does one whose
+frame is this large with the same rows (the markup changed). A fetch that only brings new
+per-request values leaves the head as it is: the raw head is rewritten once per change of the
+list, not at every fetch."""
 MAX_DEPTH = 32
 """Frames between a body and the frame that stands alone it is built on: the most a body given
 back decompresses (about 0.3 ms each for a real page)."""
@@ -138,7 +144,8 @@ class FilesystemPageArchive(AlwaysUp):
     CREATE INDEX IF NOT EXISTS frames_by_base ON frames (base) WHERE base IS NOT NULL;
     CREATE TABLE IF NOT EXISTS heads (
       list INTEGER PRIMARY KEY, frame INTEGER NOT NULL, depth INTEGER NOT NULL,
-      content BLOB NOT NULL);
+      reading INTEGER NOT NULL, sha256 BLOB NOT NULL, size INTEGER NOT NULL,
+      crc INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS served (
       list INTEGER NOT NULL, observed INTEGER NOT NULL, url INTEGER NOT NULL,
       status INTEGER NOT NULL, sha256 BLOB NOT NULL, headers INTEGER, reading INTEGER NOT NULL,
@@ -174,35 +181,79 @@ class FilesystemPageArchive(AlwaysUp):
 
     def put(self, page: ArchivedPage, body: bytes) -> None:
         conn = self._conn
+        replaced: list[Path] = []
         with transaction(conn):
             list_id = _id(conn, "lists", "list_key", page.list_key)
             url_id = _url_id(conn, page.url, list_id)
-            head = conn.execute("SELECT frame, depth, content FROM heads WHERE list = ?",
-                                (list_id,)).fetchone()
-            frame, base, depth = self._frame_for(body, head)
+            reading = _reading_id(conn, page)
+            row = conn.execute("SELECT frame, depth, reading, sha256, size, crc FROM heads "
+                               "WHERE list = ?", (list_id,)).fetchone()
+            head = None if row is None else self._head(list_id, *row)
+            moves_on = head is None or row[2] != reading
+            frame, base, depth = self._frame_for(body, head, moves_on)
             frame_id = _inserted(conn.execute("INSERT INTO frames (base, frame) VALUES (?, ?)",
                                               (base, frame)))
             conn.execute(
                 "INSERT OR REPLACE INTO served (list, observed, url, status, sha256, headers, "
                 "reading, drifted, frame) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (list_id, stamp_ms(page.observed_at), url_id, page.status,
-                 bytes.fromhex(page.sha256), _headers_id(conn, page.headers),
-                 _reading_id(conn, page), int(page.drifted), frame_id))
-            if base is None or len(frame) > ADVANCE_BYTES:
-                conn.execute("INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?)",
-                             (list_id, frame_id, depth, body))
+                 bytes.fromhex(page.sha256), _headers_id(conn, page.headers), reading,
+                 int(page.drifted), frame_id))
+            if base is None or moves_on or len(frame) > ADVANCE_BYTES:
+                replaced = self._write_head(list_id, frame_id, body)
+                conn.execute("INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (list_id, frame_id, depth, reading, bytes.fromhex(page.sha256),
+                              len(body), zlib.crc32(body)))
+        for path in replaced:  # after the commit: until then the old head is the list's
+            path.unlink(missing_ok=True)
+
+    def _head_path(self, list_id: int, frame_id: int) -> Path:
+        return self.bodies / "heads" / f"{list_id}-{frame_id}"
+
+    def _head(self, list_id: int, frame_id: int, depth: int, reading: int, sha256: bytes,
+              size: int, crc: int) -> tuple[int, int, bytes] | None:
+        """(frame, depth, content) of the list's head. Its content is a file, written without
+        fsync: checked by size and crc32, and if it is not whole (a crash, a disk that lost
+        it), decompressed again from its frames and checked against its sha256. None if even
+        that fails: the next frame then stands alone."""
+        path = self._head_path(list_id, frame_id)
+        try:
+            content = path.read_bytes()
+            if len(content) == size and zlib.crc32(content) == crc:
+                return frame_id, depth, content
+        except OSError:
+            pass
+        try:
+            content = self._decode(frame_id)
+        except FrameError:
+            return None
+        if hashlib.sha256(content).digest() != sha256:
+            return None
+        self._write_head(list_id, frame_id, content)
+        return frame_id, depth, content
+
+    def _write_head(self, list_id: int, frame_id: int, content: bytes) -> list[Path]:
+        """Write the list's new head; returns the list's other head files, to remove once the
+        new head is committed."""
+        path = self._head_path(list_id, frame_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(content)
+        os.replace(temporary, path)
+        return [other for other in path.parent.glob(f"{list_id}-*") if other != path]
 
     @staticmethod
-    def _frame_for(body: bytes, head: tuple[int, int, bytes] | None
+    def _frame_for(body: bytes, head: tuple[int, int, bytes] | None, moves_on: bool
                    ) -> tuple[bytes, int | None, int]:
         """(frame, its base frame or None, its depth): against the head, unless the list has
-        none, the chain is as long as it may be and this page moves on, or the page shares so
-        little with the head that a frame standing alone is smaller."""
+        none, this page moves on from a chain as long as it may be, or it shares so little with
+        the head that a frame standing alone is smaller."""
         if head is None:
             return deltas.compress(body, None), None, 0
         head_frame, head_depth, content = head
         frame = deltas.compress(body, content)
-        if len(frame) > ADVANCE_BYTES and head_depth + 1 >= MAX_DEPTH:
+        moves_on = moves_on or len(frame) > ADVANCE_BYTES
+        if moves_on and head_depth + 1 >= MAX_DEPTH:
             return deltas.compress(body, None), None, 0
         if len(frame) > len(body) // 16:
             alone = deltas.compress(body, None)
@@ -231,7 +282,10 @@ class FilesystemPageArchive(AlwaysUp):
             count = conn.execute("DELETE FROM served WHERE observed < ?", (cutoff,)).rowcount
             conn.executemany("UPDATE frames SET orphan = 1 WHERE id = ?", [(f,) for f in gone])
             # A list not fetched since the cutoff starts again from a frame standing alone.
-            conn.executemany("DELETE FROM heads WHERE frame = ?", [(f,) for f in gone])
+            gone_set = set(gone)
+            heads = [(list_id, frame) for list_id, frame in conn.execute(
+                "SELECT list, frame FROM heads") if frame in gone_set]
+            conn.executemany("DELETE FROM heads WHERE list = ?", [(h[0],) for h in heads])
             _delete_unneeded_frames(conn, gone)
             unreferenced = [sha for sha in templates if conn.execute(
                 "SELECT 1 FROM served WHERE template = ? LIMIT 1", (sha,)).fetchone() is None]
@@ -241,6 +295,8 @@ class FilesystemPageArchive(AlwaysUp):
         # After the commit: a kill here leaves files nothing names, never a record without one.
         for sha in unreferenced:
             template_path(self.bodies, sha).unlink(missing_ok=True)
+        for list_id, frame in heads:
+            self._head_path(list_id, frame).unlink(missing_ok=True)
         return count
 
     # --- reading ----------------------------------------------------------------------------
