@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS_DIR, format_table, machine_info, write_json
+from benchmarks.common import RESULTS_DIR, fmt, format_table, machine_info, ratio, write_json
 from benchmarks.trendingpages import TrendingPages
 from scraper.config.collector import CollectorConfig
 from scraper.trending.archive import ArchivedPage, FilesystemPageArchive, ParseProfile, body_sha256
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = []
     for phase in phases:
         rows.append([phase, old[phase]["bytes_per_fetch"], new[phase]["bytes_per_fetch"],
-                     f"{new[phase]['bytes_per_fetch'] / old[phase]['bytes_per_fetch']:.3f}",
+                     fmt(ratio(new[phase]["bytes_per_fetch"], old[phase]["bytes_per_fetch"]), 3),
                      old[phase]["cpu_ms_mean"], new[phase]["cpu_ms_mean"],
                      new[phase]["cpu_ms_p95"]])
     print(format_table(["phase", "old B/fetch", "new B/fetch", "new/old", "old CPU ms",

@@ -221,3 +221,17 @@ def test_history_fills_every_part_of_the_data_dir_and_status_forecasts_it(
     closed = list((work / "home" / "data" / "items" / "trending").glob("*.jsonl"))
     assert len(closed) == 6 * 23  # each shard's hourly segment, the last one still open
     assert "no growth per day from less than 2 days" in result.stdout
+
+
+@pytest.mark.timeout(120)
+def test_archive_measures_both_forms_on_every_phase(tmp_path: Path) -> None:
+    out = tmp_path / "archive.json"
+    result = bench("benchmarks.archive", "--lists", "2", "--hours", "1", "--unchanged", "2",
+                   "--out", str(out), timeout=120)
+    data = json.loads(out.read_text())
+    for form in ("gzip templates", "zstd frames"):
+        assert set(data[form]) == {"distinct", "unchanged", "unchanged_developers"}
+        assert all(row["fetches"] > 0 and row["cpu_ms_mean"] > 0 for row in data[form].values())
+    assert data["floor_bytes"]["repositories"] > data["floor_bytes"]["developers"] > 0
+    assert set(data["targets"]) == {"distinct_bytes", "unchanged_bytes", "cpu_ms"}
+    assert "floor (random bytes drawn per fetch)" in result.stdout
