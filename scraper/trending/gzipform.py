@@ -72,9 +72,9 @@ def template_body(bodies: Path, template: str, base_values: bytes, changes: byte
         values = json.loads(inflate(base_values, limit))
         for i, value in json.loads(inflate(changes, limit)).items() if changes else ():
             values[int(i)] = value
+    except FrameError:
+        raise
     except (ValueError, TypeError, IndexError, AttributeError) as exc:
-        if isinstance(exc, FrameError):
-            raise
         raise FrameError(f"its recorded values are damaged ({exc})") from None
     body = join_volatile(inflate(data, limit, gzip=True), values)
     if len(body) > limit:
