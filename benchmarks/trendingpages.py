@@ -3,7 +3,7 @@
 Every list of the default plan is served as ``tests/data/github/trending/2026-04_python_daily.html``
 (674 KB, 20 rows), its repositories renamed per list (so two lists never share a repository)
 and its star counts moved on at every fetch, as GitHub's move within an hour: every fetch is a
-new page to the archive (a new template), which is what the archive stores at the defaults.
+new page to the archive, which is what the archive stores at the defaults.
 The values GitHub makes per request (``content``, ``value`` and CSRF attributes: request ids,
 nonces, tokens) are drawn again at every fetch. The rows a fetch shows are returned with its
 body, and they are what :func:`scraper.trending.repositories.parse_trending` reads from it
@@ -48,13 +48,16 @@ class Slot:
 class TrendingPages:
     """The pages of every list, fetch after fetch; ``page(list, period, hour)`` is one fetch."""
 
-    def __init__(self, seed: int = 36, path: Path = BASE_PAGE) -> None:
+    def __init__(self, seed: int = 36, path: Path = BASE_PAGE, *, tokens: bool = True) -> None:
+        """``tokens`` False: the page's own values stay as captured, for a caller that draws
+        the per-request ones itself (``tests/support/fakes/perrequest.py``)."""
         self.rng = random.Random(seed)
         text = path.read_text(encoding="utf-8")
         self.rows = parse_trending(text, "https://github.com/trending/python?since=daily")
         first, last = text.find(ROW_START), text.rfind(ROW_START)
         end = text.find("</article>", last) + len("</article>")
-        self.prefix, self.suffix = _token_pieces(text[:first]), _token_pieces(text[end:])
+        pieces = _token_pieces if tokens else (lambda part: [part])
+        self.prefix, self.suffix = pieces(text[:first]), pieces(text[end:])
         blocks = text[first:end].split(ROW_START)[1:]
         self.blocks = [ROW_START + block for block in blocks]
         if len(self.blocks) != len(self.rows):
@@ -79,7 +82,8 @@ class TrendingPages:
         rows, blocks = [], []
         for slot, block in zip(self._slots(list_id, period, hour), self.blocks, strict=True):
             base = slot.base
-            # Letters only: a name with a digit would become a token to the archive's VOLATILE_RE.
+            # Letters only: a name with a digit would be a token to the archive's earlier form
+            # (tests/support/gziparchive.py's VOLATILE_RE).
             name = f"{base.name}-{_letters(list_id)}-{_letters(slot.generation)}"
             age = hour - slot.entered_h
             stars = base.stars + slot.per_hour * age
@@ -106,7 +110,7 @@ class TrendingPages:
                        for i, piece in enumerate(pieces))
 
     def _token(self, length: int) -> str:
-        # A letter and a digit first: still a token to the archive's VOLATILE_RE.
+        # A letter and a digit first: still a token to the earlier form's VOLATILE_RE.
         return "a1" + "".join(self.rng.choices(_TOKEN_CHARS, k=length - 2))
 
 

@@ -260,6 +260,15 @@ distributed mode too."""
 TRENDING_ARCHIVE_RETENTION = None
 """Seconds an archived page is kept; None = forever. ``scrapy crawl`` sets it from the config's
 ``spiders.trending.archive_retention``."""
+TRENDING_ARCHIVE_HEADERS = ["Content-Type", "Content-Language"]
+"""Response headers kept with each archived fetch (``archive export`` writes them into the WARC
+record): what a replay needs to show the page as served. Per-request headers (Date, request ids,
+CSP nonces, Set-Cookie with its session) are not kept: each would cost every fetch, and a cookie
+is a credential."""
+TRENDING_MAX_BYTES = 16 * 1024 * 1024
+"""The largest body the archive gives back (``reparse``, ``archive show|list|export``): what
+``DOWNLOAD_MAXSIZE`` lets a GitHub page be. A body that decompresses past it is damage or a
+bomb: skipped with one line naming the fetch, never held in memory whole."""
 LOG_STARTUP_COMPONENTS = False
 """Scrapy's lists of enabled components and overridden settings at each crawl's start (about
 4 KB, the same every round of every worker): off; ``-s LOG_STARTUP_COMPONENTS=1`` logs them

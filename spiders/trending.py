@@ -114,7 +114,9 @@ class TrendingSpider(CollectorSpider):
         page = ArchivedPage(url=response.url, observed_at=observed_at, status=response.status,
                             sha256=body_sha256(response.body), list_key=key,
                             parser_version=parser_version, profile=profile,
-                            drifted=drift is not None)
+                            drifted=drift is not None,
+                            headers=kept_headers(response,
+                                                 self.settings.getlist("TRENDING_ARCHIVE_HEADERS")))
         # Kept before anything is made of it: whatever the parser did, the page can be read
         # again, and the snapshot below names a body that exists.
         self.archive.put(page, response.body)
@@ -155,6 +157,13 @@ def listing_of(response: Response) -> tuple[str, str, str, str]:
     query = parse_qs(parts.query)
     spoken = "" if kind == DEVELOPERS else query.get("spoken_language_code", [""])[0]
     return kind, language, query.get("since", ["daily"])[0], spoken
+
+
+def kept_headers(response: Response, names: list[str]) -> tuple[tuple[str, str], ...]:
+    """The response's headers of ``names`` (``TRENDING_ARCHIVE_HEADERS``), as served, in that
+    order."""
+    return tuple((name, value.decode("latin-1")) for name in names
+                 for value in response.headers.getlist(name))
 
 
 def now_ms() -> str:

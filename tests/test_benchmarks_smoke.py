@@ -181,10 +181,12 @@ def test_commands_measures_each_short_command_against_a_scrapy_import(tmp_path: 
 def test_trending_pages_are_read_back_as_the_rows_they_show() -> None:
     """The generated history's trending bodies (``benchmarks/trendingpages.py``): the spider's
     parser reads from each exactly the rows the generator says it shows, every fetch is a new
-    template to the archive, and two lists share no repository."""
+    page with its per-request values cut out (a new template to the archive's earlier form),
+    and two lists share no repository."""
     from benchmarks.trendingpages import TrendingPages
-    from scraper.trending.archive import body_sha256, split_volatile
+    from scraper.trending.archive import body_sha256
     from scraper.trending.repositories import parse_trending
+    from tests.support.gziparchive import split_volatile
 
     pages = TrendingPages()
     url = "https://github.com/trending/rust?since=weekly"
@@ -214,8 +216,22 @@ def test_history_fills_every_part_of_the_data_dir_and_status_forecasts_it(
     assert data["round_log_bytes"].keys() == {"trending", "search", "docs"}
     state = work / "home" / "data" / "state"
     with sqlite3.connect(state / "archive" / "trending.sqlite") as conn:
-        fetches = conn.execute("SELECT count(*) FROM fetches").fetchone()[0]
+        fetches = conn.execute("SELECT count(*) FROM served").fetchone()[0]
     assert fetches == 12 * 24  # every list, every hour
     closed = list((work / "home" / "data" / "items" / "trending").glob("*.jsonl"))
     assert len(closed) == 6 * 23  # each shard's hourly segment, the last one still open
     assert "no growth per day from less than 2 days" in result.stdout
+
+
+@pytest.mark.timeout(120)
+def test_archive_measures_both_forms_on_every_phase(tmp_path: Path) -> None:
+    out = tmp_path / "archive.json"
+    result = bench("benchmarks.archive", "--lists", "2", "--hours", "1", "--unchanged", "2",
+                   "--out", str(out), timeout=120)
+    data = json.loads(out.read_text())
+    for form in ("gzip templates", "zstd frames"):
+        assert set(data[form]) == {"distinct", "unchanged", "unchanged_developers"}
+        assert all(row["fetches"] > 0 and row["cpu_ms_mean"] > 0 for row in data[form].values())
+    assert data["floor_bytes"]["repositories"] > data["floor_bytes"]["developers"] > 0
+    assert set(data["targets"]) == {"distinct_bytes", "unchanged_bytes", "cpu_ms"}
+    assert "floor (random bytes drawn per fetch)" in result.stdout

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runner.catalog import build, export, history, reparse, report, viewer
+from runner.catalog import build, export, history, pagearchive, reparse, report, viewer
 
 
 def dataset_commands() -> list[tuple[str, Callable[..., None]]]:
     return [("catalog", build.register), ("export", export.register),
             ("report", report.register), ("view", viewer.register),
-            ("reparse", reparse.register), ("history", history.register)]
+            ("reparse", reparse.register), ("history", history.register),
+            ("archive", pagearchive.register)]

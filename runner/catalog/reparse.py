@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -94,9 +95,11 @@ def reparse(archive: PageArchiveStorage, settings: Settings, config: CollectorCo
 
     Each page is read as the spider reads it (:func:`scraper.trending.pages.read_rows`): cut at
     ``TRENDING_MAX_ELEMENTS`` start tags before it is parsed, at most ``TRENDING_MAX_ROWS``
-    rows, so an archived hostile page costs a re-parse no more than it cost the crawl."""
+    rows, so an archived hostile page costs a re-parse no more than it cost the crawl; a body
+    the archive cannot give back (it does not decompress, decompresses past
+    ``TRENDING_MAX_BYTES`` or does not match its sha256) is skipped with one line on stderr."""
     from pipelines.itemstore import PART_SUFFIX, json_line
-    from scraper.trending.archive import ArchivedPage
+    from scraper.trending.archive import ArchivedPage, UnreadableBody
     from scraper.trending.pages import (
         KINDS,
         load_parser,
@@ -120,8 +123,13 @@ def reparse(archive: PageArchiveStorage, settings: Settings, config: CollectorCo
             read += 1
             kind = parse_list_key(page.list_key)[0]
             parser, version = parsers[kind]
-            rows, _ = read_rows(parser, archive.body(page), None, config.github.web_url,
-                                cap, elements)
+            try:
+                body = archive.body(page)
+            except UnreadableBody as exc:  # damage or a bomb: this fetch, not the others
+                print(f"{PROG}: skipped {exc}", file=sys.stderr)
+                continue
+            rows, _ = read_rows(parser, body, None, config.github.web_url, cap, elements)
+            del body
             snapshot = snapshot_of(kind, rows)
             profile = parse_profile(snapshot, kind)
             if profile.rows_hash == page.profile.rows_hash:

@@ -79,7 +79,7 @@ DOCS_PAGES = {
     "watchdog": "operations.md", "size": "operations.md", "install-cron": "operations.md",
     "metrics": "operations.md", "catalog": "dataset.md", "export": "dataset.md",
     "report": "dataset.md", "view": "dataset.md", "reparse": "dataset.md",
-    "history": "dataset.md",
+    "history": "dataset.md", "archive": "dataset.md",
 }
 """The page that explains each subcommand (tests/runner/cli/test_cli_help.py holds every one to
 a page that exists and mentions it)."""
@@ -111,11 +111,17 @@ COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
 def _check_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     """``unknown option --wokers``, before argparse would rather say that --workers is missing.
     Abbreviations argparse accepts (``--work``) pass."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    command = next((arg for arg in argv if arg in sub.choices), None)
     known = set(parser._option_string_actions)
-    if command is not None:
-        known |= set(sub.choices[command]._option_string_actions)
+    command = None
+    # Down through nested subcommands (``archive show``): each level's options are known.
+    while (sub := next((a for a in parser._actions
+                        if isinstance(a, argparse._SubParsersAction)), None)) is not None:
+        word = next((arg for arg in argv if arg in sub.choices), None)
+        if word is None:
+            break
+        command = word if command is None else f"{command} {word}"
+        parser = sub.choices[word]
+        known |= set(parser._option_string_actions)
     for arg in argv:
         if arg == "--":
             return

@@ -3,7 +3,7 @@ here)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -11,7 +11,8 @@ from scrapy.crawler import Crawler
 
 from scraper.stores.base import AlwaysUp
 from scraper.stores.memory import space
-from scraper.trending.archive import ArchivedPage
+from scraper.trending.archive import ArchivedPage, unreadable
+from scraper.utils.stamps import stamp_ms
 
 
 class MemoryPageArchive(AlwaysUp):
@@ -31,11 +32,27 @@ class MemoryPageArchive(AlwaysUp):
         self.fetches[(page.url, page.observed_at)] = page
 
     def body(self, page: ArchivedPage) -> bytes:
-        return self.bodies[self.fetches[(page.url, page.observed_at)].sha256]
+        kept = self.fetches.get((page.url, page.observed_at))
+        if kept is None:
+            raise unreadable(page, "no such fetch in the archive")
+        return self.bodies[kept.sha256]
 
-    def pages(self, since: str | None = None) -> Iterator[ArchivedPage]:
-        return iter(sorted((p for p in self.fetches.values() if p.observed_at >= (since or "")),
+    def pages(self, since: str | None = None, until: str | None = None,
+              lists: Sequence[str] | None = None) -> Iterator[ArchivedPage]:
+        low, high = stamp_ms(since) if since else 0, stamp_ms(until) if until else 1 << 62
+        return iter(sorted((p for p in self.fetches.values()
+                            if low <= stamp_ms(p.observed_at) < high
+                            and (lists is None or p.list_key in lists)),
                            key=lambda p: (p.observed_at, p.url)))
+
+    def latest(self, url: str, at: str | None = None) -> ArchivedPage | None:
+        before = stamp_ms(at) if at else 1 << 62
+        kept = [p for p in self.fetches.values()
+                if p.url == url and stamp_ms(p.observed_at) <= before]
+        return max(kept, key=lambda p: p.observed_at) if kept else None
+
+    def list_keys(self) -> list[str]:
+        return sorted({p.list_key for p in self.fetches.values()})
 
     def recent(self, list_key: str, limit: int, before: str) -> list[ArchivedPage]:
         kept = [p for p in self.fetches.values()

@@ -7,9 +7,11 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,16 @@ def next_second() -> None:
     """Sleep into the next wall-clock second: item stamps (``collected_at``, ``observed_at``)
     are to the second, so a round started after this is stamped after every round before it."""
     time.sleep(1.0 - time.time() % 1.0 + 0.01)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A finished command: exit status, what it printed, its own peak RSS in MB."""
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+    peak_mb: float
 
 
 class Collector:
@@ -118,6 +130,27 @@ class Collector:
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([*RUNNER, *args], cwd=self.home, env=env or self.env(),
                               capture_output=True, text=True, timeout=timeout)
+
+    def runner_measured(self, *args: str, timeout: float = 180) -> Measured:
+        """``python -m runner ARGS`` with its stdout as bytes (``archive show`` prints a page
+        as served) and its own peak RSS, from ``wait4``."""
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen([*RUNNER, *args], cwd=self.home, env=self.env(),
+                                    stdout=out, stderr=err)
+            deadline = time.monotonic() + timeout
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    raise AssertionError(f"runner {' '.join(args)} ran past {timeout}s")
+                time.sleep(0.02)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            return Measured(proc.returncode, out.read(), err.read().decode(),
+                            usage.ru_maxrss / 1024)
 
     def start_runner(self, *args: str, env: dict[str, str] | None = None
                      ) -> subprocess.Popen[str]:

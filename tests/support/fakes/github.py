@@ -36,6 +36,7 @@ from tests.support.paths import DATA
 
 from .common import ControlError, FakeProcess, Payload, add_common_args, run, serve
 from .data import TRENDING_PAGES
+from .perrequest import fresh_values
 
 DEFAULT_TRENDING = TRENDING_PAGES
 RATE_DOCS = "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"
@@ -557,6 +558,9 @@ class GitHubFake(FakeProcess):
         self.probes_waiting = 0
         self.incomplete_every = 0  # every Nth search answer with items is incomplete; 0 = never
         self._answers_with_items = 0
+        # On, each trending answer gets new request ids, nonces and CSRF tokens, as GitHub's.
+        self.fresh_values = False
+        self.rng = random.Random(40)
         self.trending = self._load_trending(Path(args.trending_fixtures))
         self.developers = self._load_trending(Path(args.developer_fixtures))
         for key, handler in {
@@ -570,6 +574,7 @@ class GitHubFake(FakeProcess):
             "reset_limits": self._control_reset_limits,
             "hold_probes": self._control_hold_probes,
             "incomplete_every": self._control_incomplete_every,
+            "fresh_values": self._control_fresh_values,
         }.items():
             self.add_control(key, handler)
 
@@ -582,6 +587,11 @@ class GitHubFake(FakeProcess):
         return [(f.name, Payload(f.read_bytes(), ctype)) for f in files]
 
     # ---------------------------------------------------------------- control
+
+    def _control_fresh_values(self, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ControlError("fresh_values must be true or false")
+        self.fresh_values = value
 
     def _control_limits(self, value: Any) -> None:
         for resource, spec in dict(value).items():
@@ -763,6 +773,11 @@ class GitHubFake(FakeProcess):
         name, payload = pages[index]
         if self.generation:
             payload = _generation(payload.body, marker, self.generation)
+        if self.fresh_values:
+            payload = Payload(fresh_values(payload.body, self.rng), payload.content_type)
+        # What was served, for a test to hold an archive's copy to.
+        request["record"] = {**request.get("record", {}),
+                             "body_sha256": hashlib.sha256(payload.body).hexdigest()}
         return payload.response(request, headers={"X-Fake-Fixture": name})
 
     def _web_redirect(self, request: web.Request) -> web.Response:
