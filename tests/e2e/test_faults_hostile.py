@@ -114,7 +114,11 @@ def test_docs_crawl_survives_every_hostile_page(collector: Collector, fake_hosti
     # Redirect loop and endless chain: stopped, counted, logged.
     assert stats["redirect/loop"] == 1
     assert stats["redirect/max_reached"] == 1
-    assert counts["/site/loop-a.html"] == 1 and counts["/site/loop-b.html"] == 1
+    # Each loop page once, but for a timeout on a loaded machine (hang.html's three are
+    # expected; a loopback answer slower than DOWNLOAD_TIMEOUT is retried like any other).
+    late = stats["downloader/exception_type_count/scrapy.exceptions.DownloadTimeoutError"] - 3
+    loop = (counts["/site/loop-a.html"], counts["/site/loop-b.html"])
+    assert min(loop) >= 1 and sum(loop) <= 2 + late, (loop, late)
     chain = [key for key in counts if key.startswith("/site/chain/")]
     assert len(chain) == 11  # REDIRECT_MAX_TIMES = 10 redirects followed, then refused
 
