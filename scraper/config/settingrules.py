@@ -26,6 +26,7 @@ COMPRESSIONS = ("", "gzip")
 LANGUAGE_RE = re.compile(r"^[A-Za-z0-9%+._-]*$")
 SPOKEN_RE = re.compile(r"^(?:[a-z]{2})?$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110's token
 LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG", "NOTSET")
 _DOTTED_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _KEY_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -263,6 +264,12 @@ RULES: dict[str, Rule] = {
     "ITEMSTORE_SEGMENT_BYTES": COUNT,
     "ITEMSTORE_COMPRESS": choice(COMPRESSIONS),
     "TRENDING_MAX_ROWS": COUNT,
+    "TRENDING_MAX_BYTES": COUNT,
+    "TRENDING_ARCHIVE_HEADERS": each(text(HEADER_NAME_RE, ""), "HTTP header names such as "
+                                     "Content-Type"),
+    "CATALOG_MAX_LINE_BYTES": COUNT,
+    "CATALOG_MAX_LINE_VALUES": COUNT,
+    "ITEM_MAX_DEPTH": COUNT,
     "TRENDING_MAX_ELEMENTS": COUNT,
     "DOCS_MAX_ELEMENTS": COUNT,
     "TRENDING_PARSER": CLASS_PATH,
