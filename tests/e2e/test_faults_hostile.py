@@ -233,17 +233,23 @@ def test_search_crawl_with_fake_github_bad_answers(collector: Collector,
     assert len(errors) == 3, "\n".join(errors)
 
 
-@pytest.mark.timeout(60)
-def test_search_result_with_a_lone_surrogate_is_kept(collector: Collector,
-                                                     fake_hostile: Any) -> None:
-    collector.configure(spiders={"search": {"queries": ["surrogate"], "per_page": 3}})
+def hostile_search(collector: Collector, fake_hostile: Any, query: str) -> dict[str, Any]:
+    """One ``scrapy crawl search`` of the hostile fake's ``query``: it must end 0 with no
+    traceback and no ERROR line; its items by full name."""
+    collector.configure(spiders={"search": {"queries": [query], "per_page": 3}})
     generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
                     api_url=f"{fake_hostile.url()}/api")
     status, _, _ = run_watched(collector, "search", timeout=45)
     log = collector.log("search")
     assert status == 0, log[-3000:]
     assert "Traceback" not in log and not error_lines(log), log[-3000:]
-    items = {item["full_name"]: item for item in collector.items("search")}  # strict UTF-8
+    return {item["full_name"]: item for item in collector.items("search")}
+
+
+@pytest.mark.timeout(60)
+def test_search_result_with_a_lone_surrogate_is_kept(collector: Collector,
+                                                     fake_hostile: Any) -> None:
+    items = hostile_search(collector, fake_hostile, "surrogate")  # read as strict UTF-8
     assert sorted(items) == ["hostile/surrogate-repo-1", "hostile/surrogate-repo-2"]
     assert items["hostile/surrogate-repo-1"]["description"] == "half a pair: \ufffd, then more"
     assert collector.stats("search")["items/lone_surrogates_replaced"] == 1
@@ -254,14 +260,8 @@ def test_search_result_nested_past_the_limit_is_written_with_that_field_null(
         collector: Collector, fake_hostile: Any) -> None:
     """A description nested 900 lists deep: two RecursionError tracebacks and the item lost
     without a line, before."""
-    collector.configure(spiders={"search": {"queries": ["nested"], "per_page": 3}})
-    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
-                    api_url=f"{fake_hostile.url()}/api")
-    status, _, _ = run_watched(collector, "search", timeout=45)
+    items = hostile_search(collector, fake_hostile, "nested")
     log = collector.log("search")
-    assert status == 0, log[-3000:]
-    assert "Traceback" not in log and not error_lines(log), log[-3000:]
-    items = {item["full_name"]: item for item in collector.items("search")}
     assert sorted(items) == ["hostile/nested-repo-1", "hostile/nested-repo-2"]
     assert items["hostile/nested-repo-1"]["description"] is None
     assert items["hostile/nested-repo-1"]["stargazers_count"] == 99  # the rest is kept

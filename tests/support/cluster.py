@@ -158,16 +158,8 @@ def start_runners(collectors: list[Collector], url: str, spider: str, workers: i
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float = 90) -> list[tuple[int, str]]:
-    out = []
-    for proc in procs:
-        try:
-            _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-            err += f"\n[killed after {timeout}s]"
-        out.append((proc.returncode, err))
-    return out
+    """(exit status, stderr) of each runner, a hung one killed and reported."""
+    return [(done.returncode, done.stderr) for done in Collector.wait_all(procs, timeout)]
 
 
 
