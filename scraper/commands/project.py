@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, Settings
 
 from scraper.addon import apply
+from scraper.commands.interrupts import exit_on_interrupt
 from scraper.config.collector import ConfigError
 from scraper.config.settingrules import plain
 from scraper.config.settingtypes import owned_setting, setting_problem
@@ -66,6 +67,18 @@ class CollectorTool:
     """Mixin for a Scrapy command class (first in the bases)."""
 
     settings: Settings | None  # as ScrapyCommand's: set by scrapy.cmdline
+    quiet_interrupt = True
+    """A Ctrl-C before Scrapy's own handlers take over is one line and exit 130 (as for
+    ``scrapy crawl``); off for ``shell``, whose console reads Ctrl-C as its own."""
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)  # type: ignore[misc]
+        if self.quiet_interrupt:
+            exit_on_interrupt(f"scrapy {self.name()}")
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.__module__.rsplit(".", 1)[-1]
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)  # type: ignore[misc]
@@ -86,8 +99,7 @@ class CollectorTool:
             opts.spider = TOKEN_SPIDER
 
     def refuse(self, message: str) -> NoReturn:
-        name = type(self).__module__.rsplit(".", 1)[-1]
-        print(f"scrapy {name}: {message}", file=sys.stderr)
+        print(f"scrapy {self.name()}: {message}", file=sys.stderr)
         raise SystemExit(2)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

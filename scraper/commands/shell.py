@@ -105,4 +105,4 @@ class CollectorShellCommand(ScrapyShellCommand):
 
 
 class Command(CollectorTool, CollectorShellCommand):
-    pass
+    quiet_interrupt = False
