@@ -30,6 +30,7 @@ from scraper.config.settingrules import LANGUAGE_RE as _LANGUAGE_RE
 from scraper.config.settingrules import PERIODS, SEARCH_SORTS
 from scraper.config.settingrules import SPOKEN_RE as _SPOKEN_RE
 from scraper.config.settingtypes import owned_setting, setting_problem
+from scraper.utils.regularfile import NotARegularFile, read_regular_file
 from scraper.utils.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from scraper.utils.urlmask import mask_url
 
@@ -343,14 +344,13 @@ def read_token_file(path: Path, token_env: str, label: str) -> str:
         if mode & 0o077:
             raise ConfigError(f"{where} is readable by others than its owner (mode "
                               f"{mode & 0o777:04o}); chmod 600 {path}")
-        with open(path, "rb") as handle:
-            raw = handle.read(TOKEN_FILE_MAX + 1)
+        raw = read_regular_file(path, TOKEN_FILE_MAX)
     except FileNotFoundError:
         raise ConfigError(f"{where}: no such file") from None
+    except NotARegularFile as exc:
+        raise ConfigError(f"{where} {exc.reason}; expected a file holding the token") from None
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read: {exc.strerror}") from None
-    if len(raw) > TOKEN_FILE_MAX:
-        raise ConfigError(f"{where}: larger than {TOKEN_FILE_MAX} bytes; expected a token")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -367,12 +367,19 @@ def read_token_file(path: Path, token_env: str, label: str) -> str:
     return token
 
 
+CONFIG_FILE_MAX = 1 << 20
+"""Bytes a config file may hold: the commented example of every key is under 6 KB."""
+
+
 def _read_text(path: Path, explicit: object = None) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular_file(path, CONFIG_FILE_MAX).decode("utf-8")
     except FileNotFoundError:
         via = "" if explicit else f" (named by ${CONFIG_ENV})"
         raise ConfigError(f"{path}: no such file{via}") from None
+    except NotARegularFile as exc:
+        raise ConfigError(f"{path} {exc.reason}; expected a YAML file of at most "
+                          f"{CONFIG_FILE_MAX >> 20} MB") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
