@@ -13,6 +13,7 @@ what ``status.json`` shows and stores.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import logging
@@ -138,7 +139,7 @@ class Supervisor:
         self.config_path = config_path
         self.command = command
         self.layout = DataLayout(config.data_dir)
-        self.reloader = ConfigReloader(self.layout, reread, replan)
+        self.reloader = ConfigReloader(self.layout, reread, replan, wake=self._wake)
         self.table = SlotTable(plan)
         self.stopping = False
         self.force = False
@@ -179,6 +180,11 @@ class Supervisor:
             self.force = True
         self.stopping = True
 
+    def _wake(self) -> None:
+        # No loop yet, or the pipe is full: it wakes anyway.
+        with contextlib.suppress(AttributeError, OSError):
+            os.write(self.wakeup[1], b"\0")
+
     def _sleep(self, seconds: float) -> None:
         try:
             ready, _, _ = select.select([self.wakeup[0]], [], [], max(0.0, seconds))
@@ -202,14 +208,14 @@ class Supervisor:
         logger.info("%s", self.plan.describe())
         while not self.stopping:
             self._reap()
-            if self.reloader.requested:
-                change = self.reloader.take(self.config)
-                if change is not None:
-                    self._replace(*change)
+            change = self.reloader.poll(self.config)
+            if change is not None:
+                self._replace(*change)
             if self.once and (self.table.all_ended()
                               or (self.disk.full_since and not self.table.running)):
                 break  # a --once run waits for no space: its rounds go again next run
-            self._start_due()
+            if not self.reloader.reading:
+                self._start_due()
             self.catalog.tick()
             self.status.write_if_due()
             # Due slots that could not start (a turn, memory, disk) are looked at again on the
