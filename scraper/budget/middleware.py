@@ -386,10 +386,11 @@ class BudgetMiddleware:
         reset_in = rate.reset_in(time.time())
         if reset_in is not None and reset_in > self.store.max_wait:
             when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(rate.reset or 0))
-            problems.append(("x-ratelimit-reset", f"{when} is farther away than BUDGET_MAX_WAIT; "
-                             f"taken as {self.store.max_wait:.0f}s from now"))
+            problems.append(("x-ratelimit-reset", f"{when} is farther away than BUDGET_MAX_WAIT "
+                             "(no window is longer): ignored with the answer's remaining count, "
+                             "and the budget asks /rate_limit before it waits"))
         for name, problem in problems:
-            seen = (urlsplit(url).path, name, problem.endswith("now"))
+            seen = (urlsplit(url).path, name, problem.endswith("waits"))
             if seen not in self._warned:
                 self._warned.add(seen)
                 self.crawler.stats.inc_value("github_budget/bad_headers")
@@ -416,9 +417,13 @@ class BudgetMiddleware:
         wait = max(0.0, result.until - self.store.clock())
         message = ("%s %s budget (%s) paused for all workers until %s (%.0fs): %s; "
                    "requests are sent again after it")
-        args = (where, key.resource, identity_label(key.identity),
-                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() + wait)), wait,
-                result.reason)
+        args: tuple[object, ...] = (
+            where, key.resource, identity_label(key.identity),
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() + wait)), wait,
+            result.reason)
+        if wait <= 0:
+            message = "%s %s budget (%s): %s"
+            args = (where, key.resource, identity_label(key.identity), result.reason)
         # The first answer of an episode is logged; the others (in flight at the same
         # moment, or in other workers) knew of the pause already.
         logger.log(logging.WARNING if result.new else logging.DEBUG, message, *args)

@@ -450,8 +450,11 @@ class BudgetStore:
         else may have spent the budget meanwhile), and no probe tried within a window."""
         heard = max(bucket.synced_at or -math.inf, bucket.reset_at or -math.inf)
         stale = bucket.synced_at is None or now - heard > bucket.window_s
-        tried = bucket.probed_at is not None and now - bucket.probed_at <= bucket.window_s
-        return stale and not tried
+        return stale and not self._probed_lately(bucket, now)
+
+    @staticmethod
+    def _probed_lately(bucket: _Bucket, now: float) -> bool:
+        return bucket.probed_at is not None and now - bucket.probed_at <= bucket.window_s
 
     def _hold(self, ticket: Ticket, until: float) -> Claim:
         self._conn.execute("UPDATE tickets SET slot_at = ? WHERE id = ?", (until, ticket.id))
@@ -479,6 +482,12 @@ class BudgetStore:
 
     # --- answers ----------------------------------------------------------------------------------
 
+    def _impossible(self, rate: RateHeaders) -> bool:
+        """A reset farther away than any window GitHub has (an hour, ``max_wait``): the answer
+        that gave it is not believed, its count neither."""
+        reset_in = rate.reset_in(self.wall())
+        return reset_in is not None and reset_in > self.max_wait
+
     def _local(self, rate: RateHeaders, now: float) -> RateHeaders:
         """``rate`` with its reset on this store's clock, at most ``max_wait`` away."""
         reset_in = rate.reset_in(self.wall())
@@ -493,6 +502,12 @@ class BudgetStore:
         answer) between windows gives "a window from now", a reset that moves with the clock:
         it is the truth for now, but no window length can be learned from it."""
         if not raw.complete:
+            return
+        if self._impossible(raw):
+            # The state is unknown again: the next claim asks /rate_limit (free), which tells
+            # the truth at once, rather than waiting out a reset no window has.
+            bucket.remaining, bucket.reset_at, bucket.synced_at = None, None, None
+            bucket.source = "guess"
             return
         rate = self._local(raw, now)
         assert raw.reset is not None and rate.reset is not None and rate.remaining is not None
@@ -594,6 +609,7 @@ class BudgetStore:
                 sent_at = ticket.sent_at or now
                 self._conn.execute("DELETE FROM tickets WHERE id = ?", (ticket.id,))
             bucket = self._load(key)
+            impossible = self._impossible(rate)
             self._sync(bucket, rate, now)
             rate = self._local(rate, now)
             # A pause set while this request was in flight is the same episode: another
@@ -601,7 +617,18 @@ class BudgetStore:
             known = bucket.pause_set_at >= sent_at and bucket.pause_until > now
             if known and retry_after is None and rate.remaining != 0:
                 decision = PauseDecision(bucket.pause_until, bucket.pause_reason or "", 0.0)
+            elif impossible and retry_after is None and bucket.probe and not bucket.backoff_s:
+                # No wait on a reset no window has: the retry's claim asks /rate_limit (free)
+                # first, and waits as long as that says. Once per episode: another such answer
+                # before a success backs off, doubling, as a limit answer without a reset does.
+                decision = PauseDecision(now, f"{kind} rate limit with a reset no window has: "
+                                              "not paused; /rate_limit asked first",
+                                         self.backoff_start / 2)
+                bucket.pause_reason = decision.why
+                bucket.probed_at = None
             else:
+                if impossible:
+                    rate = replace(rate, reset=None)
                 decision = pause_for(now, kind, rate, retry_after, bucket.backoff_s,
                                      reset_guard=self.reset_guard,
                                      backoff_start=self.backoff_start,

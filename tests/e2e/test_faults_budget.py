@@ -66,6 +66,32 @@ def test_no_answer_wedges_the_budget_past_max_wait(collector: Collector,
         assert again[f"wedge:{q}"] > served[f"wedge:{q}"], q
 
 
+@pytest.mark.timeout(120)
+def test_an_impossible_reset_asks_rate_limit_before_any_wait(collector: Collector,
+                                                             fake_hostile: Any) -> None:
+    """At the default BUDGET_MAX_WAIT (an hour): a 200 and a 403 that say "remaining 0 until the
+    year 3000" stop nothing; the budget asks ``/rate_limit``, which tells the truth, and the
+    crawl goes on within seconds, every query answered."""
+    queries = ("reset3000", "limit3000", "after")
+    collector.configure(spiders={"search": {"queries": list(queries), "complete": False}})
+    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
+                    api_url=f"{fake_hostile.url()}/api-honest")
+    started = time.monotonic()
+    result = collector.crawl("search", timeout=90)
+    took = time.monotonic() - started
+    log = collector.log("search")
+    assert result.returncode == 0, log[-3000:]
+    assert took < 45, took
+    assert sorted(item["full_name"] for item in collector.items("search")) == sorted(
+        f"hostile/{q}-repo-1" for q in queries)
+    counts = fake_hostile.stats()["counts"]
+    assert counts["honest:limit3000"] == 2  # the 403, then its retry once /rate_limit spoke
+    assert counts["honest:rate_limit"] >= 2, counts  # at the start, and after the 403
+    said = warnings(log)
+    assert len([line for line in said if "3000-01-01 00:00:00 UTC is farther away" in line]) == 1
+    assert not [line for line in said if "paused for all workers" in line], said
+
+
 def test_a_stored_budget_from_before_the_clamp_is_used_again(tmp_path: Path) -> None:
     """A budget file left wedged (a pause and a reset in the year 3000, a send an hour in the
     future: an older version, a clock stepped back) books the next request within max_wait."""

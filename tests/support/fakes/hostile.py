@@ -60,7 +60,9 @@ other path there is a small page linking to ``good{0..4}.html``.
 Under ``/api-wedge/`` (an ``api_url`` of its own) rate-limit answers built to stop a budget
 forever, each on a query's first request only: ``/rate_limit`` with ``reset: 1e300`` and
 non-numbers; ``retryforever`` (403 secondary limit, ``retry-after: 99999999999``),
-``reset3000`` (remaining 0 until the year 3000), ``badheaders`` (text and out-of-range values).
+``reset3000`` (remaining 0 until the year 3000), ``limit3000`` (the same on a 403 primary limit),
+``badheaders`` (text and out-of-range values). Under ``/api-honest/`` the same answers, with a
+``/rate_limit`` that tells the truth (29 of 30 left, a reset a minute away).
 
 ``toapi.html`` (under ``/site/``, not linked from the index) redirects to the search API;
 the query ``offpath`` links its next page to ``/site/good0.html``, the API's host outside its path.
@@ -325,7 +327,7 @@ class Hostile:
                              [("/site/index.html", "Home of the other host")])
             await self.send(writer, key, 200, [], body)
             return
-        if path.startswith("/api-wedge/"):
+        if path.startswith(("/api-wedge/", "/api-honest/")):
             await self.wedge(path, query, writer)
             return
         if path.startswith("/api/"):
@@ -527,12 +529,16 @@ class Hostile:
         """Rate-limit answers built to stop a budget forever, each only on a query's first
         page's first request; every later answer is an ordinary, healthy one."""
         q = (query.get("q") or [""])[0]
-        key = "wedge:rate_limit" if path.endswith("/rate_limit") else f"wedge:{q}"
+        honest = path.startswith("/api-honest/")
+        prefix = "honest" if honest else "wedge"
+        key = f"{prefix}:rate_limit" if path.endswith("/rate_limit") else f"{prefix}:{q}"
         self.note(key)
         first = self.counts[key] == 1
         reset = str(int(time.time()) + 3)  # within the test's BUDGET_MAX_WAIT
-        if key == "wedge:rate_limit":
-            window = {"limit": "plenty", "remaining": -3, "reset": 1e300, "used": 0}
+        if key.endswith(":rate_limit"):
+            window = ({"limit": 30, "remaining": 29, "reset": int(time.time()) + 60, "used": 1}
+                      if honest else
+                      {"limit": "plenty", "remaining": -3, "reset": 1e300, "used": 0})
             body = json.dumps({"resources": {"core": window, "search": window}})
             await self.send(writer, key, 200, [], body.encode(), JSON)
             return
@@ -542,11 +548,16 @@ class Hostile:
             status, rate["retry-after"] = 403, "99999999999"
         elif first and q == "reset3000":
             rate.update(remaining="0", reset="32503680000")  # 3000-01-01
+        elif first and q == "limit3000":
+            status = 403
+            rate.update(remaining="0", reset="32503680000")
         elif first and q == "badheaders":
             rate.update(limit="-5", remaining="lots", reset="soon", used="1e400")
         headers = [(k if k == "retry-after" else f"X-RateLimit-{k.title()}", v)
                    for k, v in rate.items()]
-        if status == 403:
+        if status == 403 and q == "limit3000":
+            body = b'{"message": "API rate limit exceeded for 127.0.0.1."}'
+        elif status == 403:
             body = b'{"message": "You have exceeded a secondary rate limit."}'
         else:
             body = json.dumps({"total_count": 1, "items": [repo(q, 1)]}).encode()
