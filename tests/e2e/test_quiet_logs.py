@@ -1,0 +1,43 @@
+"""Quiet logs: a runner's worker round logs its summary line, warnings and errors, not
+Scrapy's stats dump or start-up inventory: at most 1,500 bytes a round on average."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.collector import Collector, wait_for
+from tests.support.ops import Ops
+
+BYTES_PER_ROUND = 1500
+ROUNDS = 4
+
+
+@pytest.mark.timeout(150)
+def test_each_workers_log_grows_under_1500_bytes_a_round(
+        tmp_path: Any, fake_github: Any, fake_docs: Any) -> None:
+    ops = Ops(Collector(tmp_path / "c"))
+    try:
+        ops.collector.configure(github=fake_github, docs_urls=[f"{fake_docs.url()}/site0/"],
+                                stop_timeout=3, spiders={
+                                    "trending": {"languages": ["", "python"],
+                                                 "periods": ["daily"]},
+                                    "search": {"queries": ["few"], "per_page": 50},
+                                    "docs": {"max_pages_per_site": 5}})
+        proc = ops.collector.start_runner("--workers", "3", env=ops.env())
+        ops.started.append(proc)
+        ops.pids.add(proc.pid)
+        wait_for(lambda: ops.layout.status_file.exists() and all(
+            w["rounds"] >= ROUNDS for w in ops.status()["workers"]), 120, f"{ROUNDS} rounds each")
+        assert ops.run("stop").returncode == 0
+        rounds = {w["slug"]: w["rounds"] for w in ops.status()["workers"]}
+    finally:
+        ops.cleanup()
+    assert set(rounds) == {"trending-0of1", "search-0of1", "docs-0of1"}, rounds
+    for slug, count in rounds.items():
+        log = (ops.collector.data_dir / "logs" / f"{slug}.log").read_text()
+        per_round = len(log.encode()) / count
+        assert per_round <= BYTES_PER_ROUND, f"{slug}: {per_round:.0f} bytes a round:\n{log}"
+        assert log.count(f"{slug.split('-')[0]} 0/1: ") >= count, log  # each summary line
+        assert "Dumping Scrapy stats" not in log
