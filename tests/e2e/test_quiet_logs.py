@@ -25,9 +25,7 @@ def test_each_workers_log_grows_under_1500_bytes_a_round(
                                                  "periods": ["daily"]},
                                     "search": {"queries": ["few"], "per_page": 50},
                                     "docs": {"max_pages_per_site": 5}})
-        proc = ops.collector.start_runner("--workers", "3", env=ops.env())
-        ops.started.append(proc)
-        ops.pids.add(proc.pid)
+        ops.launch("--workers", "3")
         wait_for(lambda: ops.layout.status_file.exists() and all(
             w["rounds"] >= ROUNDS for w in ops.status()["workers"]), 120, f"{ROUNDS} rounds each")
         assert ops.run("stop").returncode == 0

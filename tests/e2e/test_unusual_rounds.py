@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,6 @@ from tests.support.ops import Ops
 ROWS_GONE = 5
 """Rows the fake leaves out: 20 of 25, past a ratio of 0.9 and short of the trending parse's
 own markup-drift check (half the rows), whose line would stand for this one."""
-
-
-@pytest.fixture
-def ops(tmp_path: Path) -> Iterator[Ops]:
-    ops = Ops(Collector(tmp_path / "c"))
-    try:
-        yield ops
-    finally:
-        ops.cleanup()
 
 
 def worker_file(ops: Ops) -> dict[str, Any]:
@@ -46,13 +36,19 @@ def log_lines(ops: Ops, pattern: str) -> list[str]:
 
 @pytest.mark.timeout(150)
 def test_rows_gone_give_one_line_each_in_log_status_watchdog_and_one_when_back(
-        ops: Ops, fake_github: Any) -> None:
+        tmp_path: Path, fake_github: Any) -> None:
+    ops = Ops(Collector(tmp_path / "c"))
+    try:
+        rows_gone_and_back(ops, fake_github)
+    finally:
+        ops.cleanup()
+
+
+def rows_gone_and_back(ops: Ops, fake_github: Any) -> None:
     ops.collector.configure(github=fake_github, stop_timeout=3, spiders={"trending": {
         "languages": [""], "periods": ["daily"],
         "settings": {"ROUND_UNUSUAL_RATIO": 0.9}}})
-    proc = ops.collector.start_runner("--workers", "1", "--spiders", "trending", env=ops.env())
-    ops.started.append(proc)
-    ops.pids.add(proc.pid)
+    ops.launch("--workers", "1", "--spiders", "trending")
     # Six usual rounds: the unusual ones stay below the median of the last days for six rounds.
     wait_for(lambda: rounds_kept(ops) >= 6, 60, "six usual rounds kept")
     assert worker_file(ops)["unusual"] is None
