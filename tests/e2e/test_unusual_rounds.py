@@ -34,7 +34,7 @@ def log_lines(ops: Ops, pattern: str) -> list[str]:
     return [line for line in text.splitlines() if re.search(pattern, line)]
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(400)
 def test_rows_gone_give_one_line_each_in_log_status_watchdog_and_one_when_back(
         tmp_path: Path, fake_github: Any) -> None:
     ops = Ops(Collector(tmp_path / "c"))
@@ -50,19 +50,20 @@ def rows_gone_and_back(ops: Ops, fake_github: Any) -> None:
         "settings": {"ROUND_UNUSUAL_RATIO": 0.9}}})
     ops.launch("--workers", "1", "--spiders", "trending")
     # Six usual rounds: the unusual ones stay below the median of the last days for six rounds.
-    wait_for(lambda: rounds_kept(ops) >= 6, 60, "six usual rounds kept")
+    wait_for(lambda: rounds_kept(ops) >= 6, 150, "six usual rounds kept")
     assert worker_file(ops)["unusual"] is None
     assert ops.run("watchdog").stdout == ""
 
     fake_github.control(generation=ROWS_GONE)
-    record = wait_for(lambda: (r := worker_file(ops)).get("unusual") and r, 60,
+    record = wait_for(lambda: (r := worker_file(ops)).get("unusual") and r, 90,
                       "an unusual round")
     assert record["unusual"].startswith("trending?since=daily: 20 rows, median 25"), record
     start = rounds_kept(ops)
-    wait_for(lambda: rounds_kept(ops) >= start + 2, 60, "two more unusual rounds")
+    wait_for(lambda: rounds_kept(ops) > start, 90, "one more unusual round")
     alert = ops.run("watchdog")
     assert alert.returncode == 0, alert.stderr
-    assert alert.stdout == f"collector unusual: trending 0/1: {record['unusual']}\n"
+    assert alert.stdout.count("\n") == 1 and alert.stdout.startswith(
+        "collector unusual: trending 0/1: trending?since=daily: 20 rows, median 25"), alert.stdout
     assert ops.run("watchdog").stdout == ""  # said once while it lasts
     # The median moves as unusual rounds join the last days: the figures, not the line, change.
     shown = [line for line in ops.run("status").stdout.splitlines() if "unusual" in line]
@@ -72,7 +73,7 @@ def rows_gone_and_back(ops: Ops, fake_github: Any) -> None:
 
     fake_github.control(generation=0)
     wait_for(lambda: (r := worker_file(ops)) and r.get("finished") and r["unusual"] is None,
-             60, "a usual round again")
+             90, "a usual round again")
     back = ops.run("watchdog")
     assert (back.returncode, back.stdout) == (0, "collector usual again: trending 0/1\n")
     assert ops.run("watchdog").stdout == ""
