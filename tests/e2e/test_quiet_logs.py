@@ -1,5 +1,6 @@
 """Quiet logs: a runner's worker round logs its summary line, warnings and errors, not
-Scrapy's stats dump or start-up inventory: at most 1,500 bytes a round on average."""
+Scrapy's stats dump, its per-minute progress line or its start-up inventory: at most 1,500
+bytes a round on average."""
 
 from __future__ import annotations
 
@@ -38,4 +39,9 @@ def test_each_workers_log_grows_under_1500_bytes_a_round(
         per_round = len(log.encode()) / count
         assert per_round <= BYTES_PER_ROUND, f"{slug}: {per_round:.0f} bytes a round:\n{log}"
         assert log.count(f"{slug.split('-')[0]} 0/1: ") >= count, log  # each summary line
-        assert "Dumping Scrapy stats" not in log
+        assert "Dumping Scrapy stats" not in log and "] INFO: Crawled " not in log
+    # A crawl by hand keeps what Scrapy users expect: the stats dump and the progress line.
+    by_hand = ops.collector.crawl("search", "0/1")
+    assert by_hand.returncode == 0, by_hand.stderr
+    log = (ops.collector.data_dir / "logs" / "search-0of1.log").read_text()
+    assert "Dumping Scrapy stats" in log and "] INFO: Crawled 0 pages" in log
