@@ -77,6 +77,11 @@ def test_a_round_gives_ages_per_spider_and_list_and_the_rules_use_only_printed_m
     assert items['spider="search",shard="0/1"'] == 14, items  # 7 repositories per query
     assert all(value == 0 for _, value in printed["hubcollect_shard_unusual"])
 
+    # The runner's own textfile for node_exporter carries them too.
+    textfile = samples((collector.data_dir / "state" / "metrics" / "hubcollect.prom").read_text()
+                       .removesuffix("# EOF\n"))
+    assert {labels for labels, _ in textfile["hubcollect_list_age_seconds"]} == lists
+
     # The ages move while nothing new comes.
     later = samples(collector.runner("metrics").stdout)
     assert all(value > ages[labels] for labels, value in later["hubcollect_data_age_seconds"])
