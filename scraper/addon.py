@@ -106,6 +106,9 @@ def apply(settings: BaseSettings) -> None:
         # what they mean, while Scrapy's dump would be two thirds of the round's log. It goes
         # to DEBUG (scraper/extensions/summary.py); a crawl by hand keeps it.
         settings.set("STATS_DUMP", False, priority=PRIORITY)
+        # Likewise its per-minute "Crawled N pages" line: the state file has those counts every
+        # WORKER_STATE_INTERVAL, and a long docs round would log one line a minute.
+        settings.set("LOGSTATS_INTERVAL", 0, priority=PRIORITY)
     if config.redis_url and not settings.getbool("COLLECTOR_DISTRIBUTED"):
         from scraper.cluster import wiring
 

@@ -138,6 +138,14 @@ EXTENSIONS = {
     "scraper.extensions.gcthreshold.GcThreshold": 0,
 }
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
+ROUND_UNUSUAL_RATIO = 0.5
+"""A round is unusual (one line in the worker's log, ``status`` and the watchdog) when a list's
+rows or field coverage, or the round's items or bytes, fall below this × the median of the
+spider-shard's last ROUND_HISTORY_DAYS, or its errors rise above that median / this
+(scraper/utils/roundhistory.py)."""
+ROUND_HISTORY_DAYS = 7.0
+"""The days of rounds a round is compared with (state/rounds/); also how long a list that gives
+no data (one no longer configured) stays in the worker's state file and the freshness metrics."""
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 GC_GEN0_THRESHOLD = 7000
 """Young-generation GC threshold while crawling (scraper/extensions/gcthreshold.py): CPython's

@@ -124,6 +124,7 @@ class HealthMemory:
 
     reported: dict[str, str] = field(default_factory=dict)  # spider → the kind reported
     disk_warned: bool = False  # "disk full in N days" said; said again only after it passed
+    unusual: list[str] = field(default_factory=list)  # spider-shard slugs said unusual
     version: int = STATE_VERSION
 
 

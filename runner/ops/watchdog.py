@@ -24,6 +24,12 @@ made; a hung worker (a round longer than ``health.max_round``) is restarted::
 
     collector unhealthy: docs 2/2 shards fetched nothing in 3 rounds (DNS lookup failed: …)
     collector recovered: docs
+
+A spider-shard whose rounds still get data but moved away from its last days (half a list's
+rows gone: :mod:`scraper.utils.roundhistory`) gets the same pair of lines, remembered alike::
+
+    collector unusual: trending 0/1: trending?since=daily: 12 rows, median 25
+    collector usual again: trending 0/1
 """
 
 from __future__ import annotations
@@ -37,11 +43,10 @@ from dataclasses import replace
 
 from runner.core.argtypes import add_min_workers
 from runner.core.growth import outlook
-from runner.core.health import shard_health, unhealthy_spiders
+from runner.core.health import ShardHealth, shard_health, unhealthy_spiders
 from runner.core.pidfile import running_pid
 from runner.core.resolved import run_config
 from runner.core.runnerstate import (
-    HealthMemory,
     RunnerLaunch,
     StatusFile,
     read_health_memory,
@@ -176,8 +181,9 @@ def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
     begun = [reason for _, reason in changed]
     ended = [spider for spider in memory.reported if spider not in current]
     hung = any(kind == "hung" for kind, _ in changed)
-    write_health_memory(layout.health_memory, HealthMemory(
-        {spider: kind for spider, (kind, _) in current.items()}, memory.disk_warned))
+    write_health_memory(layout.health_memory, replace(
+        memory, reported={spider: kind for spider, (kind, _) in current.items()}))
+    _judge_unusual(status, layout, config, shards)
     if ended:
         _say_and_log(config, layout, logging.INFO, f"collector recovered: {', '.join(ended)}")
     if hung:
@@ -187,6 +193,31 @@ def _judge_outcome(status: StatusFile, launch: RunnerLaunch, layout: DataLayout,
         _say_and_log(config, layout, logging.WARNING,
                      f"collector unhealthy: {'; '.join(begun)}")
     return 0
+
+
+def _judge_unusual(status: StatusFile, layout: DataLayout, config: CollectorConfig,
+                   shards: list[ShardHealth]) -> None:
+    """One line when spider-shards' rounds turn unusual against their last days, one when they
+    are usual again; a shard that health already reports is left to health's line."""
+    records = {slot.slug: read_worker(layout.worker_state_of(slot.slug))
+               for slot in status.workers}
+    labels = {slot.slug: f"{slot.spider} {slot.shard}" for slot in status.workers}
+    unhealthy = {f"{shard.spider} {shard.shard}" for shard in shards if shard.unhealthy}
+    current = {slug: record.unusual for slug, record in records.items()
+               if record is not None and record.unusual}
+    memory = read_health_memory(layout.health_memory)
+    begun = [f"{labels[slug]}: {reason}" for slug, reason in current.items()
+             if slug not in memory.unusual and labels[slug] not in unhealthy]
+    ended = [labels.get(slug, slug) for slug in memory.unusual if slug not in current]
+    reported = [slug for slug in memory.unusual if slug in current] + [
+        slug for slug in current if slug not in memory.unusual and labels[slug] not in unhealthy]
+    if reported != memory.unusual:
+        write_health_memory(layout.health_memory, replace(memory, unusual=reported))
+    if ended:
+        _say_and_log(config, layout, logging.INFO, f"collector usual again: {', '.join(ended)}")
+    if begun:
+        _say_and_log(config, layout, logging.WARNING,
+                     f"collector unusual: {'; '.join(begun)}")
 
 
 def _judge_disk(layout: DataLayout, config: CollectorConfig) -> None:

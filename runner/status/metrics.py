@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,12 @@ def render_metrics(status: dict[str, Any]) -> str:
                      "(2xx..5xx, failed: no answer).", answers)
     lines += _family("shard_last_success_timestamp_seconds", "When the spider-shard last got "
                      "an answer carrying data (Unix time).", shards(lambda w: w.get("last_ok_at")))
+    lines += _family("shard_round_items", "Items stored in the current or last round.",
+                     shards(lambda w: w.get("items_round")))
+    lines += _family("shard_unusual", "1 while the spider-shard's last round is unusual against "
+                     "its last days (ROUND_UNUSUAL_RATIO).",
+                     shards(lambda w: 1 if w.get("unusual") else 0))
+    lines += freshness(workers, time.time())
     lines += _family("shard_health", "1 for the spider-shard's health verdict "
                      "(ok, new, no-data, failing, empty, hung).", health)
     lines += _family("budget_limit", "GitHub budget: requests per window.",
@@ -101,6 +108,34 @@ def render_metrics(status: dict[str, Any]) -> str:
     for name, help_text, value in disk:
         lines += _family(name, help_text, [({}, value)] if value is not None else [])
     return "\n".join(lines) + "\n# EOF\n"
+
+
+def freshness(workers: list[dict[str, Any]], now: float) -> list[str]:
+    """Per spider: its round interval and the age of its newest data; per list (trending page,
+    search query, docs site): the age of the list's newest data. The newest of its shards."""
+    interval: dict[str, float] = {}
+    newest: dict[str, float] = {}
+    lists: dict[tuple[str, str], float] = {}
+    for w in workers:
+        spider = w["spider"]
+        if w.get("round_interval") is not None:
+            interval[spider] = w["round_interval"]
+        if w.get("last_ok_at") is not None:
+            newest[spider] = max(newest.get(spider, 0.0), w["last_ok_at"])
+        for key, entry in (w.get("lists") or {}).items():
+            last = entry.get("last_data_at") if isinstance(entry, dict) else None
+            if isinstance(last, int | float) and not isinstance(last, bool):
+                lists[spider, key] = max(lists.get((spider, key), 0.0), float(last))
+    lines = _family("round_interval_seconds", "How often the spider's rounds start "
+                    "(round_interval).", [({"spider": k}, v) for k, v in interval.items()])
+    lines += _family("data_age_seconds", "Seconds since the spider last got an answer carrying "
+                     "data (a 304, unchanged, counts).",
+                     [({"spider": k}, round(max(0.0, now - v), 1)) for k, v in newest.items()])
+    lines += _family("list_age_seconds", "Seconds since the list (trending page, search query, "
+                     "docs site) last gave data.",
+                     [({"spider": spider, "list": key}, round(max(0.0, now - last), 1))
+                      for (spider, key), last in sorted(lists.items())])
+    return lines
 
 
 def write_textfile(directory: Path, text: str, group: int | None = None) -> Path:

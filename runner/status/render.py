@@ -53,6 +53,8 @@ def worker_row(slot: SlotRecord, live: WorkerRecord | None, runner_alive: bool,
     row["pages"] = this_round.pages if this_round else 0
     row["responses"] = dict(this_round.responses) if this_round else {}
     row["last_ok_at"] = live.last_ok_at if live else None
+    row["lists"] = dict(live.lists) if live else {}
+    row["unusual"] = live.unusual if live else None
     row["uss_mb"] = live.uss_mb if running and live is not None else None
     row["last_error"] = slot.last_error or (live.last_error if live else None)
     row["progress"] = progress_note(this_round.stats) if this_round else None
@@ -88,6 +90,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
         verdict = shard_health(slot, live, config.health,
                                config.round_interval_of(slot.spider), mono)
         workers.append(worker_row(slot, live, runner["alive"], now, verdict))
+        workers[-1]["round_interval"] = config.round_interval_of(slot.spider)
     # A --once run that ended by itself is finished, not down.
     runner["finished"] = bool(recorded and not runner["alive"] and status.runner.once
                               and status.workers and all(
@@ -256,6 +259,8 @@ def render_status(status: dict[str, Any]) -> str:
         note = " ".join(filter(None, (w.get("progress"), " ".join(str(error or "").split()))))
         if note:
             lines.append(f"    {note}")
+        if w.get("unusual"):
+            lines.append(f"    unusual round: {w['unusual']}")
     lines.append(f"total: {totals['items']} items, data {format_size(totals['data_bytes'])}, "
                  f"workers up {totals['workers_up']}/{totals['workers_planned']}")
     if others := totals.get("items_other_plans"):

@@ -245,6 +245,8 @@ RULES: dict[str, Rule] = {
     "DOCS_SITEMAP_MAXSIZE": COUNT,
     # components
     "WORKER_STATE_INTERVAL": POSITIVE,
+    "ROUND_UNUSUAL_RATIO": number(0.01, 1),
+    "ROUND_HISTORY_DAYS": POSITIVE,
     "GC_GEN0_THRESHOLD": number(0, integer=True),
     "LOG_MAX_BYTES": number(0, integer=True),
     "LOG_BACKUP_COUNT": number(0, integer=True),

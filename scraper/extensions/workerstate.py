@@ -6,6 +6,12 @@ file). Holds Scrapy's own stats (items, pages, errors), the process's memory (US
 error logged and the round's outcome (:mod:`scraper.utils.outcome`), the same whether the spider
 runs by hand or under the runner.
 
+Each list's freshness (when its latest data came, :mod:`scraper.extensions.listtally`) is
+carried from round to round the same way, and a round that ended normally with data is compared
+with the spider-shard's recent rounds (:mod:`scraper.utils.roundhistory`): one WARNING when a
+round turns unusual, one INFO line when the rounds are usual again, and ``unusual`` in the file
+while it lasts.
+
 Two counters outlive the round: ``items_total`` and ``failed_rounds`` (rounds in a row that sent
 requests and got no answer with data) start from the previous round's file, so they survive a
 runner restart and a worker killed mid-round (its last periodic write holds them).
@@ -16,12 +22,17 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import Any
 
 import psutil
+import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.http import Request, Response
 from twisted.internet import task
 
+from scraper.exceptions import DuplicateItem
+from scraper.extensions.listtally import ListTally
 from scraper.trending.drift import DRIFT_LISTINGS, DRIFT_REASON
 from scraper.utils.layout import DataLayout
 from scraper.utils.outcome import (
@@ -32,10 +43,12 @@ from scraper.utils.outcome import (
     response_classes,
     robots_requests,
 )
+from scraper.utils.roundhistory import RoundFigures, read_history, unusual, write_history
 from scraper.utils.sharding import sharded_spider
 from scraper.utils.statefile import WorkerRecord, read_worker, write_worker
 
 MB = 1024 * 1024
+logger = logging.getLogger(__name__)
 
 
 class LastErrorHandler(logging.Handler):
@@ -65,24 +78,49 @@ class WorkerState:
         self.process = psutil.Process()
         self.finished: str | None = None
         self.earlier = WorkerRecord()  # the previous round's record: where the counters resume
+        self.tally = ListTally()
+        self.unusual: str | None = None
+        self.ratio = crawler.settings.getfloat("ROUND_UNUSUAL_RATIO")
+        self.days = crawler.settings.getfloat("ROUND_HISTORY_DAYS")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WorkerState:
         extension = cls(crawler, crawler.settings.getfloat("WORKER_STATE_INTERVAL"))
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(extension.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(extension.response_received, signal=signals.response_received)
         return extension
+
+    def item_scraped(self, item: Any) -> None:
+        if isinstance(item, scrapy.Item):
+            self.tally.add(item, time.time(), self.sites())
+
+    def item_dropped(self, item: Any, exception: BaseException) -> None:
+        if isinstance(item, scrapy.Item) and isinstance(exception, DuplicateItem):
+            self.tally.add(item, time.time(), self.sites())  # collected before: data all the same
+
+    def response_received(self, response: Response, request: Request) -> None:
+        query = request.meta.get("query")
+        if response.status == 304 and isinstance(query, str):
+            self.tally.confirm(query, time.time())
+
+    def sites(self) -> list[str]:
+        return list(getattr(self.crawler.spider, "site_urls", None) or ())
 
     def spider_opened(self) -> None:
         logging.getLogger().addHandler(self.errors)
         spider = sharded_spider(self.crawler)
         self.path = self.layout.worker_state(spider.name, spider.shard)
         self.earlier = read_worker(self.path) or WorkerRecord()
+        self.unusual = self.earlier.unusual
         self.write()
         self.loop.start(self.interval, now=False)
 
     def spider_closed(self, reason: str) -> None:
         self.finished = reason
+        self.judge_round(reason)
         if self.loop.running:
             self.loop.stop()
         self.write()
@@ -139,7 +177,35 @@ class WorkerState:
             items_total=self.earlier.items_total + items,
             failed_rounds=failed_rounds,
             last_ok_at=now if ok else self.earlier.last_ok_at,
+            lists=self.tally.merged(self.earlier.lists, now - self.days * 86400),
+            unusual=self.unusual,
         )
+
+    def judge_round(self, reason: str) -> None:
+        """A round that ended normally and got data, against the shard's recent rounds."""
+        stats = self.crawler.stats.get_stats()
+        if reason != "finished" or not ok_answers(stats):
+            return  # cut short, or failing: health says so, and the median stays the usual
+        spider = sharded_spider(self.crawler)
+        now = time.time()
+        current = RoundFigures(
+            at=now, items=stats.get("item_scraped_count", 0),
+            bytes=stats.get("downloader/response_bytes", 0),
+            errors=stats.get("log_count/ERROR", 0), rows=dict(self.tally.rows),
+            coverage={key: round(self.tally.coverage(key), 3) for key in self.tally.rows})
+        path = self.layout.round_history(spider.name, spider.shard)
+        history = [r for r in read_history(path) if r.at > now - self.days * 86400]
+        self.unusual = unusual(current, history, self.ratio)
+        label = f"{spider.name} {spider.shard}"
+        if self.unusual and not self.earlier.unusual:
+            logger.warning("%s: unusual round against the last %g days: %s", label, self.days,
+                           self.unusual)
+        elif self.earlier.unusual and not self.unusual:
+            logger.info("%s: usual again against the last %g days", label, self.days)
+        try:
+            write_history(path, [*history, current], now, self.days)
+        except OSError as exc:  # as the state file: a full disk must not fail the round
+            logger.warning("cannot write %s: %s", path, exc)
 
     def write(self) -> None:
         try:

@@ -128,6 +128,10 @@ class DataLayout:
         """The state file of the spider-shard a runner slot names by its slug (``docs-1of4``)."""
         return self.workers_state_dir / f"{slug}.json"
 
+    def round_history(self, spider: str, shard: Shard) -> Path:
+        """The spider-shard's recent rounds (:mod:`scraper.utils.roundhistory`)."""
+        return self.state_dir / "rounds" / f"{worker_slug(spider, shard)}.json"
+
     def open_segment_pointer(self, spider: str, shard: Shard) -> Path:
         """Names the spider-shard's last opened item segment (:mod:`pipelines.segmentpointer`)."""
         return self.state_dir / "segments" / f"{worker_slug(spider, shard)}.open"

@@ -134,6 +134,10 @@ class WorkerRecord:
     items_total: int = 0  # items stored by this spider-shard, this round included
     failed_rounds: int = 0  # rounds in a row that sent requests and got no ok answer
     last_ok_at: float | None = None  # wall clock of the latest answer carrying data, any round
+    # list (trending page, search query, docs site) → {"last_data_at": wall clock of its latest
+    # data, "rows": rows this round}: each list's freshness (scraper/extensions/listtally.py)
+    lists: dict[str, Any] = field(default_factory=dict)
+    unusual: str | None = None  # what the last compared round moved past (utils/roundhistory.py)
     version: int = STATE_VERSION
 
     def is_round_of(self, round_pid: int | None) -> bool:

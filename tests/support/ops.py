@@ -45,6 +45,13 @@ class Ops:
         wait_for(lambda: self.running_workers() == workers, 30, f"{workers} running workers")
         return proc
 
+    def launch(self, *args: str) -> subprocess.Popen[str]:
+        """``python -m runner ARGS`` in the background, cleaned up with the rest."""
+        proc = self.collector.start_runner(*args, env=self.env())
+        self.started.append(proc)
+        self.pids.add(proc.pid)
+        return proc
+
     def runner_pid(self) -> int | None:
         return running_pid(self.layout.runner_pidfile)
 
