@@ -136,8 +136,12 @@ EXTENSIONS = {
     "scraper.utils.diskspace.DiskFullGuard": 0,
     "scraper.extensions.summary.RoundSummary": 0,
     "scraper.extensions.gcthreshold.GcThreshold": 0,
+    "scraper.extensions.ledger.FetchLedger": 0,
 }
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
+LEDGER_ENABLED = True
+"""The gap ledger (scraper/extensions/ledger.py): every scheduled fetch of every round and its
+outcome, in state/ledger/; read by ``python -m runner gaps``, status, metrics and the catalog."""
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 GC_GEN0_THRESHOLD = 7000
 """Young-generation GC threshold while crawling (scraper/extensions/gcthreshold.py): CPython's
@@ -196,6 +200,9 @@ DOWNLOADER_MIDDLEWARES = {
     # If-None-Match on GitHub API pages; sees a 304 after the budget has booked it as free.
     "scraper.budget.conditional.ConditionalRequestMiddleware": 955,
     "scraper.budget.middleware.BudgetMiddleware": 960,
+    # Outermost: a scheduled fetch's first try, and its final answer after retries and
+    # redirects, for the gap ledger (scraper/downloadermiddlewares/ledger.py).
+    "scraper.downloadermiddlewares.ledger.LedgerMiddleware": 50,
 }
 
 # --- budget: GitHub's rate limits as one budget shared by all workers -----------------------------

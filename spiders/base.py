@@ -81,6 +81,18 @@ class CollectorSpider(scrapy.Spider):
     def my_entries(self) -> list[Any]:
         return self.shard.select(self.start_entries())
 
+    ledger_kind = "entry"
+    """What one scheduled fetch of this spider is, in the gap ledger: a list, a query, a site."""
+
+    def ledger_key(self, entry: Any) -> str:
+        """The gap ledger's name of a start entry; its requests carry it in meta
+        ``ledger_key``."""
+        return str(entry)
+
+    def ledger_plan(self) -> tuple[str, list[str]]:
+        """This round's scheduled fetches, for the gap ledger (scraper/extensions/ledger.py)."""
+        return self.ledger_kind, [self.ledger_key(entry) for entry in self.my_entries()]
+
     def request_failed(self, failure: Failure) -> None:
         """Errback of every request: a page that cannot be had is counted and logged once.
 
