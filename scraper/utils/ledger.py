@@ -277,9 +277,15 @@ def since_hours(hours: float, now: float | None = None) -> str:
 
 
 def open_ledger(path: Path) -> int:
+    """The file to append to; a torn last line (a worker killed inside a write) is ended first,
+    so that the next line is whole."""
     from scraper.utils.statefile import open_private
 
-    return open_private(path, os.O_WRONLY | os.O_APPEND)
+    fd = open_private(path, os.O_RDWR | os.O_APPEND)
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        os.write(fd, b"\n")
+    return fd
 
 
 def close_quietly(fd: int | None) -> None:
