@@ -142,6 +142,9 @@ WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json 
 LEDGER_ENABLED = True
 """The gap ledger (scraper/extensions/ledger.py): every scheduled fetch of every round and its
 outcome, in state/ledger/; read by ``python -m runner gaps``, status, metrics and the catalog."""
+LEDGER_KEEP_DAYS = 90
+"""Days of state/ledger/ kept (a day's directory is removed after); the catalog's fetch_ledger
+table keeps what it loaded."""
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 GC_GEN0_THRESHOLD = 7000
 """Young-generation GC threshold while crawling (scraper/extensions/gcthreshold.py): CPython's

@@ -29,7 +29,7 @@ def recent_ledger(layout: DataLayout, hours: float = RECENT_HOURS) -> dict[str, 
 
 
 def share_lines(ledger: dict[str, dict[str, Any]]) -> list[str]:
-    """``scheduled fetches that yielded data (24 h):`` and a line per spider (``docs 67% (2/3;
+    """``fetches that yielded data, last 24 h …:`` and a line per spider (``docs 67% (2/3;
     1 failed)``); none when nothing was scheduled."""
     lines = []
     for spider, row in ledger.items():
@@ -38,5 +38,5 @@ def share_lines(ledger: dict[str, dict[str, Any]]) -> list[str]:
         yielded = total - sum(outcomes[o] for o in OUTCOMES[2:])
         lines.append(f"  {spider} {row['yielded_share']:.0%} ({yielded}/{total}"
                      + (f"; {', '.join(missing)}" if missing else "") + ")")
-    return ([f"scheduled fetches that yielded data ({RECENT_HOURS:.0f} h; "
-             "python -m runner gaps lists the rest):", *lines] if lines else [])
+    return ([f"fetches that yielded data, last {RECENT_HOURS:.0f} h (the rest: runner gaps):",
+             *lines] if lines else [])

@@ -246,6 +246,7 @@ RULES: dict[str, Rule] = {
     # components
     "WORKER_STATE_INTERVAL": POSITIVE,
     "GC_GEN0_THRESHOLD": number(0, integer=True),
+    "LEDGER_KEEP_DAYS": number(1, integer=True),
     "LOG_MAX_BYTES": number(0, integer=True),
     "LOG_BACKUP_COUNT": number(0, integer=True),
     "LOG_ROTATE_INTERVAL": POSITIVE,

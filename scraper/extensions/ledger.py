@@ -33,6 +33,7 @@ from scraper.utils.ledger import (
     close_quietly,
     ledger_file,
     open_ledger,
+    prune_ledger,
     stamp_ms,
 )
 
@@ -81,6 +82,7 @@ class FetchLedger:
             return  # not a collector spider: nothing scheduled to account for
         kind, self.keys = plan()
         slug = worker_slug(spider.name, spider.shard)
+        prune_ledger(self.layout.state_dir, self.crawler.settings.getint("LEDGER_KEEP_DAYS"))
         try:
             self.fd = open_ledger(ledger_file(self.layout.state_dir, self.round[:10], slug))
         except OSError as exc:

@@ -26,6 +26,7 @@ import calendar
 import contextlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -100,11 +101,27 @@ class _Round:
     closed: bool = False
 
 
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
+_parsed: dict[Path, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+"""Each file's records as last read, by its size and mtime: the runner's metrics (every status
+write) read the last day's files again only when a worker has written to them."""
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
     try:
+        stat = path.stat()
+        seen = (stat.st_size, stat.st_mtime_ns)
+        cached = _parsed.get(path)
+        if cached is not None and cached[0] == seen:
+            return cached[1]
         data = path.read_bytes()
     except OSError:
-        return
+        return []
+    records = list(_lines(data))
+    _parsed[path] = (seen, records)
+    return records
+
+
+def _lines(data: bytes) -> Iterator[dict[str, Any]]:
     for line in data.splitlines():
         try:
             record = json.loads(line)
@@ -136,10 +153,14 @@ def _day_before(day: str) -> str:
 
 def _read_rounds(state_dir: Path, since: str | None) -> dict[tuple[str, str], list[_Round]]:
     rounds: dict[tuple[str, str, str], _Round] = {}
+    read = set()
     for day in _day_dirs(state_dir, since):
         for path in sorted(day.glob("*.jsonl")):
-            for record in _lines(path):
+            read.add(path)
+            for record in _records(path):
                 _apply(rounds, record)
+    for gone in set(_parsed) - read:  # only what the last read needed stays in memory
+        del _parsed[gone]
     by_shard: dict[tuple[str, str], list[_Round]] = {}
     for r in sorted(rounds.values(), key=lambda r: r.round):
         by_shard.setdefault((r.spider, r.shard), []).append(r)
@@ -274,6 +295,18 @@ def yielded_share(counts: dict[str, int]) -> float | None:
 
 def since_hours(hours: float, now: float | None = None) -> str:
     return stamp_ms((time.time() if now is None else now) - hours * 3600)
+
+
+def prune_ledger(state_dir: Path, keep_days: int, now: float | None = None) -> list[str]:
+    """Remove the day directories older than ``keep_days``; the days removed."""
+    cutoff = time.strftime("%Y-%m-%d", time.gmtime(
+        (time.time() if now is None else now) - keep_days * 86400))
+    removed = []
+    for day in _day_dirs(state_dir, None):
+        if day.name < cutoff:
+            shutil.rmtree(day, ignore_errors=True)  # another worker may be removing it too
+            removed.append(day.name)
+    return removed
 
 
 def open_ledger(path: Path) -> int:

@@ -76,7 +76,7 @@ def test_the_ledger_names_each_fault_and_nothing_else(collector: Collector, fake
     assert live_site not in text
 
     status = collector.runner("status").stdout
-    assert "scheduled fetches that yielded data (24 h" in status, status
+    assert "fetches that yielded data, last 24 h" in status, status
     assert "  docs 50% (1/2; 1 failed)" in status, status
     assert "  trending 25% (1/4; 1 failed, 2 silent)" in status, status
     metrics = collector.runner("metrics").stdout

@@ -28,6 +28,7 @@ from scraper.utils.ledger import (
     gap_spans,
     ledger_file,
     open_ledger,
+    prune_ledger,
     scheduled_fetches,
 )
 from spiders.base import CollectorSpider
@@ -145,3 +146,12 @@ def test_consecutive_rounds_with_one_cause_collapse_into_a_span() -> None:
         ("k", "HTTP 500", "05", "05", 1, "detail 5"),
     ]
     assert gap_spans([fetch(1, "data"), fetch(2, "not_modified")]) == []
+
+
+def test_days_past_the_kept_ones_are_removed(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    for day in ("2026-09-01", "2026-09-08", "2026-12-07"):
+        plan(state, f"{day}T10:00:00.000Z", 0, ["a"])
+    now = 1_796_601_600.0  # 2026-12-07T00:00:00Z
+    assert prune_ledger(state, 90, now) == ["2026-09-01"]
+    assert [f.round[:10] for f in scheduled_fetches(state)] == ["2026-09-08", "2026-12-07"]
