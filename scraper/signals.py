@@ -17,3 +17,8 @@ fetch_done = object()
 """Sent by the same middleware with a scheduled fetch's request's outcome (args: ``request``,
 ``outcome``, ``cause``, ``detail``): its final answer, after retries and redirects, or the
 exception that ended it."""
+
+fetch_judged = object()
+"""Sent by a spider about an answer the ledger middleware reported as data, when what it held
+yielded nothing (a trending page parsed to zero rows); args as :data:`fetch_done`. The worse
+outcome stands in the gap ledger."""

@@ -3,7 +3,8 @@
 
 At ``spider_opened`` the round's plan (the spider's :meth:`ledger_plan`: its shard's start
 entries) is one line; each outcome the ledger middleware
-(:mod:`scraper.downloadermiddlewares.ledger`) reports is a line as it happens; at
+(:mod:`scraper.downloadermiddlewares.ledger`) reports is a line as it happens, and so is a
+spider's later verdict on an answer (a trending page that parsed to zero rows); at
 ``spider_closed`` every scheduled fetch with no outcome, or with a request still unsent, is
 ``skipped`` with the cause (the budget, a full disk, the round cut short), then a close line.
 A worker killed mid-round writes no more: its unreported fetches read as ``silent``.
@@ -22,7 +23,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from scraper.signals import fetch_done, fetch_sent
+from scraper.signals import fetch_done, fetch_judged, fetch_sent
 from scraper.utils.diskspace import DISK_FULL_REASON
 from scraper.utils.layout import DataLayout, worker_slug
 from scraper.utils.ledger import (
@@ -74,6 +75,7 @@ class FetchLedger:
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.fetch_sent, signal=fetch_sent)
         crawler.signals.connect(extension.fetch_done, signal=fetch_done)
+        crawler.signals.connect(extension.fetch_judged, signal=fetch_judged)
         return extension
 
     def spider_opened(self, spider: Any) -> None:
@@ -102,6 +104,10 @@ class FetchLedger:
             self.unsent[key] -= 1
         self.reported.add(key)
         self.write_fetch(key, outcome, cause, detail)
+
+    def fetch_judged(self, request: Request, outcome: str, cause: str, detail: str) -> None:
+        if self.fd is not None and request.meta.get(LEDGER_META) in self.reported:
+            self.write_fetch(request.meta[LEDGER_META], outcome, cause, detail)
 
     def spider_closed(self, reason: str) -> None:
         if self.fd is None:

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadConnectionRefusedError, DownloadTimeoutError, IgnoreRequest
-from scrapy.http import Response
+from scrapy.http import HtmlResponse, Response
 
 from scraper.downloadermiddlewares.ledger import (
     LedgerMiddleware,
@@ -32,7 +33,8 @@ from scraper.utils.ledger import (
     scheduled_fetches,
 )
 from spiders.base import CollectorSpider
-from tests.support.incrawler import project_crawler
+from spiders.trending import TrendingSpider
+from tests.support.incrawler import MEMORY, project_crawler
 
 
 class Listed(CollectorSpider):
@@ -59,9 +61,18 @@ def test_outcomes_are_classified_by_answer_and_by_exception() -> None:
     assert skip_cause("shutdown", {})[0] == "round cut short"
 
 
+def components(crawler: Crawler) -> tuple[FetchLedger, LedgerMiddleware]:
+    """The crawler's own ledger extension and middleware, as Scrapy built them."""
+    assert crawler.extensions is not None and crawler.engine is not None
+    (ledger,) = [c for c in crawler.extensions.middlewares if isinstance(c, FetchLedger)]
+    (middleware,) = [c for c in crawler.engine.downloader.middleware.middlewares
+                     if isinstance(c, LedgerMiddleware)]
+    return ledger, middleware
+
+
 def a_round(tmp_path: Path, reason: str, **stats: Any) -> list[Fetch]:
     crawler = project_crawler(Listed, COLLECTOR_DATA_DIR=str(tmp_path))
-    ledger, middleware = FetchLedger.from_crawler(crawler), LedgerMiddleware.from_crawler(crawler)
+    ledger, middleware = components(crawler)
     assert crawler.stats is not None
     for name, value in stats.items():
         crawler.stats.set_value(name, value)
@@ -155,3 +166,31 @@ def test_days_past_the_kept_ones_are_removed(tmp_path: Path) -> None:
     now = 1_796_601_600.0  # 2026-12-07T00:00:00Z
     assert prune_ledger(state, 90, now) == ["2026-09-01"]
     assert [f.round[:10] for f in scheduled_fetches(state)] == ["2026-09-08", "2026-12-07"]
+
+
+async def requests_of(spider: TrendingSpider) -> list[Request]:
+    return [request async for request in spider.start()]
+
+
+def test_a_trending_page_with_no_rows_is_a_gap_whatever_its_status(tmp_path: Path) -> None:
+    import asyncio
+
+    crawler = project_crawler(TrendingSpider, **MEMORY, MEMORY_STORAGE_SPACE=str(tmp_path),
+                              COLLECTOR_DATA_DIR=str(tmp_path), GITHUB_WEB_URL="https://gh.test",
+                              TRENDING_LANGUAGES=["", "python"], TRENDING_PERIODS=["daily"])
+    spider = crawler.spider
+    assert isinstance(spider, TrendingSpider)
+    ledger, middleware = components(crawler)
+    ledger.spider_opened(spider)
+    try:
+        for request in asyncio.run(requests_of(spider)):
+            middleware.process_request(request)
+            body = b"<html><body>no rows here</body></html>"
+            response = HtmlResponse(request.url, body=body, request=request)
+            middleware.process_response(request, response)
+            list(spider.parse(response))
+    finally:
+        spider.archive.close()
+    ledger.spider_closed("finished")
+    assert [(f.key, f.outcome, f.cause) for f in scheduled_fetches(tmp_path / "state")] == [
+        ("daily||", "failed", "empty page"), ("daily|python|", "failed", "empty page")]
