@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runner.catalog.viewer import metadata
 from scraper.utils.ledger import ledger_root
 from tests.support.collector import Collector, free_port, generous_budget, wait_for
 
@@ -86,6 +89,9 @@ def test_the_ledger_names_each_fault_and_nothing_else(collector: Collector, fake
     assert 'hubcollect_gap_ratio{spider="trending"} 0.75' in metrics
 
     assert collector.runner("catalog").returncode == 0
+    canned = metadata()["databases"]["catalog"]["queries"]["gaps"]["sql"]
+    with closing(sqlite3.connect(collector.data_dir / "catalog.sqlite")) as conn:
+        assert {(r[0], r[2], r[3], r[4]) for r in conn.execute(canned, {"days": 7})} == set(rows)
     out = collector.home / "export"
     exported = collector.runner("export", "--format", "jsonl", "--out", str(out),
                                 "--table", "fetch_ledger")
