@@ -63,6 +63,7 @@ class FetchLedger:
         self.keys: list[str] = []
         self.unsent: dict[str, int] = {}  # key → its requests sent without an outcome yet
         self.reported: set[str] = set()
+        self.written: set[tuple[str, str, str]] = set()
         self.failing = False
 
     @classmethod
@@ -132,6 +133,11 @@ class FetchLedger:
         return str(getattr(self.crawler.spider, "shard", ""))
 
     def write_fetch(self, key: str, outcome: str, cause: str, detail: str) -> None:
+        # A key's first line of each outcome and cause is all a reader uses: a search query's
+        # 30 pages of data are one line.
+        if (key, outcome, cause) in self.written:
+            return
+        self.written.add((key, outcome, cause))
         self.write({"t": "fetch", "round": self.round, "spider": self.spider_name,
                     "shard": self.shard, "key": key, "outcome": outcome, "cause": cause,
                     "detail": detail[:DETAIL_MAX], "at": stamp_ms()})

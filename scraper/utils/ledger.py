@@ -11,7 +11,8 @@ search query (all its slices and pages), each docs site's start URL. A worker wr
      "cause": "refused", "detail": "…", "at": "…"}
     {"t": "close", "round": "…", "reason": "finished", "at": "…"}
 
-Each line is one ``write`` to a file opened ``O_APPEND``: a kill loses nothing already
+A round writes a key's first line of each outcome and cause only (a search query's pages of
+data are one line). Each line is one ``write`` to a file opened ``O_APPEND``: a kill loses nothing already
 written, and a torn last line (a kill inside that one call) is skipped by the reader. A key of
 a plan with no outcome line is ``silent`` once its round can no longer write one: a later
 round of the spider-shard began, or the worker (its pid) is gone. Its outcome is the worst of
@@ -22,7 +23,6 @@ Read by the runner (``gaps``, ``status``, ``metrics``, the catalog): no Scrapy h
 
 from __future__ import annotations
 
-import calendar
 import contextlib
 import json
 import os
@@ -137,18 +137,9 @@ def _day_dirs(state_dir: Path, since: str | None) -> list[Path]:
         days = sorted(p for p in root.iterdir() if p.is_dir())
     except OSError:
         return []
-    # A day's directory holds rounds that started that day; the day before ``since`` may hold
-    # a round still writing after midnight.
+    # A day's directory holds the rounds that started that day, whenever they wrote.
     first = since[:10] if since else ""
-    return [d for d in days if d.name >= _day_before(first)] if first else days
-
-
-def _day_before(day: str) -> str:
-    try:
-        epoch = calendar.timegm(time.strptime(day, "%Y-%m-%d")) - 86400
-    except ValueError:
-        return ""
-    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+    return [d for d in days if d.name >= first]
 
 
 def _read_rounds(state_dir: Path, since: str | None) -> dict[tuple[str, str], list[_Round]]:

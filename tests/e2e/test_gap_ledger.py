@@ -34,7 +34,7 @@ def plan_written(data_dir: Path) -> bool:
                for path in ledger_root(data_dir / "state").rglob("trending-*.jsonl"))
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(240)
 def test_the_ledger_names_each_fault_and_nothing_else(collector: Collector, fake_github: Any,
                                                       fake_docs: Any) -> None:
     live_site = f"{fake_docs.url()}/site0/"
