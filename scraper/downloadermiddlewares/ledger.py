@@ -14,6 +14,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadTimeoutError,
     IgnoreRequest,
@@ -22,6 +23,7 @@ from scrapy.exceptions import (
 from scrapy.http import Response
 from scrapy.utils.python import global_object_name
 from twisted.internet import error as twisted_errors
+from twisted.internet.defer import CancelledError
 from twisted.web._newclient import ResponseNeverReceived
 
 from scraper.signals import fetch_done, fetch_sent
@@ -59,6 +61,8 @@ def exception_outcome(exc: BaseException) -> tuple[str, str]:
     the same fault collapse into one span; a full disk skipped the fetch, it did not fail."""
     if is_disk_full(exc):
         return SKIPPED, "disk full"
+    if isinstance(exc, DownloadCancelledError | CancelledError):
+        return SKIPPED, "round cut short"  # a download the closing round gave up
     if isinstance(exc, IgnoreRequest) and "robots.txt" in str(exc):
         return FAILED, "robots"
     for kinds, cause in _CAUSES:

@@ -45,13 +45,16 @@ BUDGET_UNSENT = "github_budget/unsent_at_close"
 
 def skip_cause(reason: str, stats: dict[str, Any]) -> tuple[str, str]:
     """(cause, detail) of the fetches a round closed without: the GitHub budget held them,
-    the disk was full, or the round was cut short (a stop, a timeout)."""
+    the disk was full, the round was cut short (a stop, a timeout), or it finished without
+    sending them."""
     if stats.get(BUDGET_UNSENT):
         return "budget", (f"{stats[BUDGET_UNSENT]} requests waited for GitHub's rate limit "
                           f"when the round closed ({reason})")
     if reason == DISK_FULL_REASON or stats.get("diskspace/full"):
         return "disk full", f"the round closed on a full disk ({reason})"
-    return "round cut short", f"the round closed before sending it ({reason})"
+    if reason == "finished":
+        return "not sent", "the round finished without sending it"
+    return "round cut short", f"the round closed before it was answered ({reason})"
 
 
 class FetchLedger:

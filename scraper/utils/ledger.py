@@ -12,11 +12,12 @@ search query (all its slices and pages), each docs site's start URL. A worker wr
     {"t": "close", "round": "…", "reason": "finished", "at": "…"}
 
 A round writes a key's first line of each outcome and cause only (a search query's pages of
-data are one line). Each line is one ``write`` to a file opened ``O_APPEND``: a kill loses nothing already
-written, and a torn last line (a kill inside that one call) is skipped by the reader. A key of
-a plan with no outcome line is ``silent`` once its round can no longer write one: a later
-round of the spider-shard began, or the worker (its pid) is gone. Its outcome is the worst of
-its lines: ``failed`` over ``skipped`` over ``data`` over ``not_modified``.
+data are one line). Each line is one ``write`` to a file opened ``O_APPEND``: a kill loses
+nothing already written, and a torn last line (a kill inside that one call) is skipped by the
+reader, and ended before the next round appends. A key of a plan with no outcome line is
+``silent`` once its round can no longer write one: a later round of the spider-shard began, or
+the worker (its pid) is gone. Its outcome is the worst of its lines: ``failed`` over
+``skipped`` over ``data`` over ``not_modified``.
 
 Read by the runner (``gaps``, ``status``, ``metrics``, the catalog): no Scrapy here.
 """

@@ -13,7 +13,12 @@ from typing import Any
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadConnectionRefusedError, DownloadTimeoutError, IgnoreRequest
+from scrapy.exceptions import (
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+)
 from scrapy.http import HtmlResponse, Response
 
 from scraper.downloadermiddlewares.ledger import (
@@ -59,6 +64,8 @@ def test_outcomes_are_classified_by_answer_and_by_exception() -> None:
     assert skip_cause("shutdown", {"github_budget/unsent_at_close": 2})[0] == "budget"
     assert skip_cause("disk_full", {})[0] == "disk full"
     assert skip_cause("shutdown", {})[0] == "round cut short"
+    assert skip_cause("finished", {})[0] == "not sent"
+    assert exception_outcome(DownloadCancelledError()) == ("skipped", "round cut short")
 
 
 def components(crawler: Crawler) -> tuple[FetchLedger, LedgerMiddleware]:
