@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from scraper.utils.pidlock import pid_alive
+
 DATA = "data"
 NOT_MODIFIED = "not_modified"
 FAILED = "failed"
@@ -179,18 +181,6 @@ def _apply(rounds: dict[tuple[str, str, str], _Round], record: dict[str, Any]) -
              str(record.get("detail") or ""), str(record.get("at") or found.round)))
 
 
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def resolve(outcomes: list[tuple[str, str, str, str]]) -> tuple[str, str, str, str]:
     """The worst of a key's outcome lines (its first of that outcome: the cause it began
     with)."""
@@ -207,7 +197,8 @@ def scheduled_fetches(state_dir: Path, since: str | None = None, *,
         for index, r in enumerate(rounds):
             if since and r.round < since:
                 continue
-            running = (not r.closed and index == len(rounds) - 1 and pid_alive(r.pid))
+            running = (not r.closed and index == len(rounds) - 1 and r.pid > 0
+                       and pid_alive(r.pid))
             if running and settled_only:
                 continue
             for key in r.keys:
