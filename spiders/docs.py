@@ -165,6 +165,8 @@ class DocsSpider(CollectorSpider):
             first = (response.meta.get("redirect_urls") or [response.url])[0]
             self.logger.error("not collected: %s redirects off the site %s to %s", first,
                               prefix, response.url)
+            self.yielded_nothing(response, "redirected off the site",
+                                 f"{first} -> {response.url}")
             return
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("docs/not_text")

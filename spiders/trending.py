@@ -18,7 +18,6 @@ from scrapy.http import Response
 
 from scraper.config.collector import DeveloperList, developer_entries, trending_entries
 from scraper.items import CollectedItem
-from scraper.signals import fetch_judged
 from scraper.stores.base import build_store
 from scraper.trending.archive import ArchivedPage, PageArchiveStorage, body_sha256, retention_cutoff
 from scraper.trending.drift import DRIFT_ROUNDS, drift_reason, note_drift
@@ -35,7 +34,7 @@ from scraper.trending.pages import (
     row_items,
     snapshot_of,
 )
-from scraper.utils.ledger import FAILED, LEDGER_META
+from scraper.utils.ledger import LEDGER_META
 from scraper.utils.outcome import note_empty_listing
 from spiders.base import CollectorSpider
 
@@ -128,12 +127,7 @@ class TrendingSpider(CollectorSpider):
         self.archive.put(page, response.body)
         if not rows:
             note_empty_listing(self.crawler.stats, response.url)
-            # Answered, but the list yielded nothing: a gap, whatever the status said.
-            if LEDGER_META in response.meta:
-                self.crawler.signals.send_catch_log(
-                    fetch_judged, request=response.request,
-                    outcome=FAILED, cause="empty page",
-                    detail=f"parsed to zero rows: {response.url}")
+            self.yielded_nothing(response, "empty page", f"parsed to zero rows: {response.url}")
             if not cut:  # a cut page has had its one ERROR line above
                 self.crawler.stats.inc_value("trending/empty_pages")
                 self.logger.error("trending page parsed to zero rows: %s (status %d)",

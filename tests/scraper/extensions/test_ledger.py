@@ -4,6 +4,7 @@ The whole thing against the fakes, with the user's commands: tests/e2e/test_gap_
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import subprocess
@@ -38,6 +39,7 @@ from scraper.utils.ledger import (
     scheduled_fetches,
 )
 from spiders.base import CollectorSpider
+from spiders.docs import DocsSpider
 from spiders.trending import TrendingSpider
 from tests.support.incrawler import MEMORY, project_crawler
 
@@ -175,13 +177,11 @@ def test_days_past_the_kept_ones_are_removed(tmp_path: Path) -> None:
     assert [f.round[:10] for f in scheduled_fetches(state)] == ["2026-09-08", "2026-12-07"]
 
 
-async def requests_of(spider: TrendingSpider) -> list[Request]:
+async def start_requests(spider: CollectorSpider) -> list[Request]:
     return [request async for request in spider.start()]
 
 
 def test_a_trending_page_with_no_rows_is_a_gap_whatever_its_status(tmp_path: Path) -> None:
-    import asyncio
-
     crawler = project_crawler(TrendingSpider, **MEMORY, MEMORY_STORAGE_SPACE=str(tmp_path),
                               COLLECTOR_DATA_DIR=str(tmp_path), GITHUB_WEB_URL="https://gh.test",
                               TRENDING_LANGUAGES=["", "python"], TRENDING_PERIODS=["daily"])
@@ -190,7 +190,7 @@ def test_a_trending_page_with_no_rows_is_a_gap_whatever_its_status(tmp_path: Pat
     ledger, middleware = components(crawler)
     ledger.spider_opened(spider)
     try:
-        for request in asyncio.run(requests_of(spider)):
+        for request in asyncio.run(start_requests(spider)):
             middleware.process_request(request)
             body = b"<html><body>no rows here</body></html>"
             response = HtmlResponse(request.url, body=body, request=request)
@@ -201,3 +201,25 @@ def test_a_trending_page_with_no_rows_is_a_gap_whatever_its_status(tmp_path: Pat
     ledger.spider_closed("finished")
     assert [(f.key, f.outcome, f.cause) for f in scheduled_fetches(tmp_path / "state")] == [
         ("daily||", "failed", "empty page"), ("daily|python|", "failed", "empty page")]
+
+
+def test_a_docs_site_that_redirects_away_is_a_gap(tmp_path: Path) -> None:
+    site, moved = "https://docs.test/en/", "https://elsewhere.test/docs/"
+    crawler = project_crawler(DocsSpider, **MEMORY, MEMORY_STORAGE_SPACE=str(tmp_path),
+                              COLLECTOR_DATA_DIR=str(tmp_path), DOCS_START_URLS=[site],
+                              DOCS_SITEMAPS=False)
+    spider = crawler.spider
+    assert isinstance(spider, DocsSpider)
+    ledger, middleware = components(crawler)
+    ledger.spider_opened(spider)
+    (request,) = asyncio.run(start_requests(spider))
+    middleware.process_request(request)
+    hop = request.replace(url=moved, meta={**request.meta, "redirect_urls": [site]})
+    response = HtmlResponse(moved, body=b"<html><title>moved</title></html>", request=hop)
+    middleware.process_response(hop, response)
+    assert list(spider.parse(response)) == []
+    ledger.spider_closed("finished")
+    ((key, outcome, cause, detail),) = [(f.key, f.outcome, f.cause, f.detail)
+                                        for f in scheduled_fetches(tmp_path / "state")]
+    assert (key, outcome, cause) == (site, "failed", "redirected off the site")
+    assert detail == f"{site} -> {moved}"
