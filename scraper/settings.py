@@ -136,6 +136,7 @@ EXTENSIONS = {
     "scraper.utils.diskspace.DiskFullGuard": 0,
     "scraper.extensions.summary.RoundSummary": 0,
     "scraper.extensions.gcthreshold.GcThreshold": 0,
+    "scraper.extensions.ledger.FetchLedger": 0,
 }
 WORKER_STATE_INTERVAL = 10.0  # seconds between a worker's state/workers/*.json updates
 ROUND_UNUSUAL_RATIO = 0.5
@@ -146,6 +147,12 @@ spider-shard's last ROUND_HISTORY_DAYS, or its errors rise above that median / t
 ROUND_HISTORY_DAYS = 7.0
 """The days of rounds a round is compared with (state/rounds/); also how long a list that gives
 no data (one no longer configured) stays in the worker's state file and the freshness metrics."""
+LEDGER_ENABLED = True
+"""The gap ledger (scraper/extensions/ledger.py): every scheduled fetch of every round and its
+outcome, in state/ledger/; read by ``python -m runner gaps``, status, metrics and the catalog."""
+LEDGER_KEEP_DAYS = 90
+"""Days of state/ledger/ kept (a day's directory is removed after); the catalog's fetch_ledger
+table keeps what it loaded."""
 COOKIES_ENABLED = False  # nothing here logs in; cookies would only grow memory
 GC_GEN0_THRESHOLD = 7000
 """Young-generation GC threshold while crawling (scraper/extensions/gcthreshold.py): CPython's
@@ -204,6 +211,9 @@ DOWNLOADER_MIDDLEWARES = {
     # If-None-Match on GitHub API pages; sees a 304 after the budget has booked it as free.
     "scraper.budget.conditional.ConditionalRequestMiddleware": 955,
     "scraper.budget.middleware.BudgetMiddleware": 960,
+    # Outermost: a scheduled fetch's first try, and its final answer after retries and
+    # redirects, for the gap ledger (scraper/downloadermiddlewares/ledger.py).
+    "scraper.downloadermiddlewares.ledger.LedgerMiddleware": 50,
 }
 
 # --- budget: GitHub's rate limits as one budget shared by all workers -----------------------------

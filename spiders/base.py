@@ -14,7 +14,9 @@ from twisted.python.failure import Failure
 
 from scraper.downloadermiddlewares.retry import GAVE_UP
 from scraper.items import CollectedItem
+from scraper.signals import fetch_judged
 from scraper.utils.diskspace import is_disk_full
+from scraper.utils.ledger import FAILED, LEDGER_META
 from scraper.utils.outcome import failure_cause, note_error
 from scraper.utils.sharding import UNSHARDED, Shard
 from scraper.utils.spiderargs import (
@@ -81,6 +83,18 @@ class CollectorSpider(scrapy.Spider):
     def my_entries(self) -> list[Any]:
         return self.shard.select(self.start_entries())
 
+    ledger_kind = "entry"
+    """What one scheduled fetch of this spider is, in the gap ledger: a list, a query, a site."""
+
+    def ledger_key(self, entry: Any) -> str:
+        """The gap ledger's name of a start entry; its requests carry it in meta
+        ``ledger_key``."""
+        return str(entry)
+
+    def ledger_plan(self) -> tuple[str, list[str]]:
+        """This round's scheduled fetches, for the gap ledger (scraper/extensions/ledger.py)."""
+        return self.ledger_kind, [self.ledger_key(entry) for entry in self.my_entries()]
+
     def request_failed(self, failure: Failure) -> None:
         """Errback of every request: a page that cannot be had is counted and logged once.
 
@@ -112,6 +126,14 @@ class CollectorSpider(scrapy.Spider):
             return  # a store's full disk (the GitHub budget's): reported once, round closing
         reason = next(iter(str(exc).splitlines()), "") or "no detail (see the warning above)"
         self.logger.error("cannot fetch %s: %s: %s", url, kind, reason[:300])
+
+    def yielded_nothing(self, response: Any, cause: str, detail: str) -> None:
+        """An answer of a scheduled fetch that held nothing to keep (a trending page of zero
+        rows, a site that redirects away): a failed fetch in the gap ledger, whatever its
+        status said."""
+        if LEDGER_META in response.meta:
+            self.crawler.signals.send_catch_log(fetch_judged, request=response.request,
+                                                outcome=FAILED, cause=cause, detail=detail)
 
     def not_fetched(self, request: Any) -> None:
         """A request refused before it was sent (robots.txt): nothing was fetched."""

@@ -23,6 +23,7 @@ from scraper.docpages.sitemaps import (
 from scraper.docpages.sites import site_prefix
 from scraper.items import DocPageItem
 from scraper.utils.bounds import element_count
+from scraper.utils.ledger import LEDGER_META
 from spiders.base import CollectorSpider, failed_request, http_status
 
 MAX_LINKS_PER_PAGE = 5000
@@ -67,6 +68,8 @@ class DocsSpider(CollectorSpider):
     def start_entries(self) -> list[str]:
         return self.settings.getlist("DOCS_START_URLS")
 
+    ledger_kind = "site"
+
     def not_fetched(self, request: Any) -> None:
         # A page robots.txt refuses uses none of the site's pages this round: without this a
         # private link on every page would cost a page of the cap in every round.
@@ -82,7 +85,8 @@ class DocsSpider(CollectorSpider):
             self.site_urls.setdefault(prefix, set()).add(start_url)
             yield scrapy.Request(start_url, callback=self.parse, dont_filter=True,
                                  errback=self.request_failed,
-                                 meta={"deltafetch_enabled": False, "site": prefix})
+                                 meta={"deltafetch_enabled": False, "site": prefix,
+                                       LEDGER_META: start_url})
             for url in sitemap_seeds(prefix):
                 sitemaps.setdefault(url, []).append(prefix)
         if self.settings.getbool("DOCS_SITEMAPS"):
@@ -161,6 +165,8 @@ class DocsSpider(CollectorSpider):
             first = (response.meta.get("redirect_urls") or [response.url])[0]
             self.logger.error("not collected: %s redirects off the site %s to %s", first,
                               prefix, response.url)
+            self.yielded_nothing(response, "redirected off the site",
+                                 f"{first} -> {response.url}")
             return
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("docs/not_text")

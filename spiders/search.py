@@ -42,6 +42,7 @@ from scraper.slicing.slices import (
 )
 from scraper.stores.base import StoreUnavailable, build_store
 from scraper.utils.bounds import json_value_bound
+from scraper.utils.ledger import LEDGER_META
 from scraper.utils.outcome import note_empty_listing
 from spiders.base import CollectorSpider, failed_request
 
@@ -177,6 +178,8 @@ class SearchSpider(CollectorSpider):
     def start_entries(self) -> list[str]:
         return self.settings.getlist("SEARCH_QUERIES")
 
+    ledger_kind = "query"
+
     def state(self, query: str) -> QueryRound:
         """The query's round state; made on first sight in a worker that did not start it (the
         distributed mode hands out requests another worker made)."""
@@ -258,7 +261,8 @@ class SearchSpider(CollectorSpider):
     def page_request(self, url: str, state: QueryRound, key: str | None, *, first: bool = False,
                      tries: int = 1, fresh: bool = False) -> scrapy.Request:
         meta: dict[str, Any] = {"deltafetch_enabled": False, "query": state.query,
-                                "slice": key, "first": first, "tries": tries}
+                                "slice": key, "first": first, "tries": tries,
+                                LEDGER_META: state.query}
         if fresh:
             meta[CONDITIONAL_META] = False
         return scrapy.Request(url, callback=self.parse, errback=self.page_failed,
@@ -286,7 +290,7 @@ class SearchSpider(CollectorSpider):
             dont_filter=True, priority=1,  # finish the plan first: its slices are then known
             meta={"deltafetch_enabled": False, "query": state.query, "sweep": sweep_id,
                   "slice": state.cuts[sweep_id][0], "probe": probe, "tries": tries,
-                  CONDITIONAL_META: False})
+                  CONDITIONAL_META: False, LEDGER_META: state.query})
 
     # --- answers ------------------------------------------------------------------------------
 

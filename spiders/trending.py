@@ -34,6 +34,7 @@ from scraper.trending.pages import (
     row_items,
     snapshot_of,
 )
+from scraper.utils.ledger import LEDGER_META
 from scraper.utils.outcome import note_empty_listing
 from spiders.base import CollectorSpider
 
@@ -73,19 +74,23 @@ class TrendingSpider(CollectorSpider):
         query = {"since": period, **({"spoken_language_code": spoken} if spoken else {})}
         return f"{self.settings['GITHUB_WEB_URL']}{path}?{urlencode(query)}"
 
+    ledger_kind = "list"
+
+    def ledger_key(self, entry: Any) -> str:
+        language, period, spoken, kind = entry_list(entry)
+        return list_key(period, language, spoken, kind)
+
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for entry in self.my_entries():
-            if isinstance(entry, DeveloperList):
-                (language, period), spoken, kind = entry, "", DEVELOPERS
-            else:
-                (language, period, spoken), kind = entry, REPOSITORIES
+            language, period, spoken, kind = entry_list(entry)
             yield scrapy.Request(
                 self.listing_url(language, period, spoken, kind),
                 callback=self.parse,
                 errback=self.request_failed,
                 # A listing is re-read every round: never filtered as already seen.
                 meta={"deltafetch_enabled": False, "period": period, "language": language,
-                      "spoken": spoken, "list_kind": kind},
+                      "spoken": spoken, "list_kind": kind,
+                      LEDGER_META: list_key(period, language, spoken, kind)},
                 dont_filter=True,
             )
 
@@ -122,6 +127,7 @@ class TrendingSpider(CollectorSpider):
         self.archive.put(page, response.body)
         if not rows:
             note_empty_listing(self.crawler.stats, response.url)
+            self.yielded_nothing(response, "empty page", f"parsed to zero rows: {response.url}")
             if not cut:  # a cut page has had its one ERROR line above
                 self.crawler.stats.inc_value("trending/empty_pages")
                 self.logger.error("trending page parsed to zero rows: %s (status %d)",
@@ -139,6 +145,15 @@ class TrendingSpider(CollectorSpider):
             parser_version=parser_version, parsed_at=observed_at))
         for item in row_items(kind, rows, period, language, spoken):
             yield self.stamp(item)
+
+
+def entry_list(entry: tuple[str, str, str] | DeveloperList) -> tuple[str, str, str, str]:
+    """(language, period, spoken language, kind) of a start entry."""
+    if isinstance(entry, DeveloperList):
+        language, period = entry
+        return language, period, "", DEVELOPERS
+    language, period, spoken = entry
+    return language, period, spoken, REPOSITORIES
 
 
 def listing_of(response: Response) -> tuple[str, str, str, str]:

@@ -235,3 +235,12 @@ def test_archive_measures_both_forms_on_every_phase(tmp_path: Path) -> None:
     assert data["floor_bytes"]["repositories"] > data["floor_bytes"]["developers"] > 0
     assert set(data["targets"]) == {"distinct_bytes", "unchanged_bytes", "cpu_ms"}
     assert "floor (random bytes drawn per fetch)" in result.stdout
+
+
+@pytest.mark.timeout(60)
+def test_ledger_benchmark_reads_what_it_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "ledger.json"
+    result = bench("benchmarks.ledger", "--days", "2", "--scales", "1", "--out", str(out))
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["lines"] > 0 and row["status_cold_ms"] > 0 and row["gaps_7d_ms"] > 0
+    assert "status cold ms" in result.stdout

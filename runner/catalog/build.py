@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.catalog import trendingsnapshots as trending
+from runner.catalog.ledgerload import load_ledger
 from runner.catalog.records import (
     FIDELITY_FIELDS,
     BadRecord,
@@ -198,6 +199,7 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
         if deferred:
             conn.execute(next(sql for sql in INDEXES if f" {DEFERRED_INDEX} " in sql))
         _take_samples(conn, layout)
+        load_ledger(conn, layout)
         if config is not None and config.items_keep_days:
             result.removed = remove_loaded_segments(conn, layout, config.items_keep_days)
         if config is not None:

@@ -109,3 +109,16 @@ WHERE h.period = :period AND h.trending_language = :language
 ORDER BY h.first_seen DESC, h.login LIMIT :limit
 """.strip()
 """A developer list's newest arrivals (the feeds): each with the row it entered with."""
+
+GAPS = """
+SELECT spider, kind, key, outcome, cause, count(*) AS rounds, min(round) AS first_seen,
+       max(round) AS last_seen, max(detail) AS detail
+FROM fetch_ledger
+WHERE outcome NOT IN ('data', 'not_modified')
+  AND round >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || :days || ' days')
+GROUP BY spider, kind, key, outcome, cause
+ORDER BY last_seen DESC, spider, key
+LIMIT :limit
+""".strip()
+"""The scheduled fetches that yielded nothing in the last ``days`` days, per list, query or
+site and cause (``python -m runner gaps`` also splits them into runs of consecutive rounds)."""

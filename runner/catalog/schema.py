@@ -227,6 +227,21 @@ TABLES: tuple[Table, ...] = (
         ("items", "INTEGER NOT NULL", "item lines (page snapshots not counted)"),
         ("bytes", "INTEGER NOT NULL", "their size in the item files"),
     ), key=("spider", "hour")),
+    Table("fetch_ledger", "Every scheduled fetch of every round and its outcome (the gap "
+          "ledger)", (
+        ("spider", "TEXT NOT NULL", "trending, search or docs"),
+        ("shard", "TEXT NOT NULL", "the worker's shard, i/N"),
+        ("round", "TEXT NOT NULL", "when the round started, ISO-8601 UTC with milliseconds"),
+        ("kind", "TEXT NOT NULL", "list (trending), query (search) or site (docs)"),
+        ("key", "TEXT NOT NULL", "the trending list (period|language|spoken), the search "
+                                 "query or the docs start URL"),
+        ("outcome", "TEXT NOT NULL", "data, not_modified (304), failed, skipped, or silent "
+                                     "(the worker ended without recording it)"),
+        ("cause", "TEXT NOT NULL", "why it yielded nothing: HTTP status, refused, timeout, "
+                                   "dns, robots, budget, disk full, round cut short; '' else"),
+        ("detail", "TEXT NOT NULL", "the failure's own words, or what closed the round"),
+        ("at", "TEXT NOT NULL", "when the outcome was recorded (the round's start if silent)"),
+    ), key=("spider", "shard", "round", "key")),
     Table("loaded_files", "Item files already in the catalog", (
         ("path", "TEXT NOT NULL", "relative to data_dir/items"),
         ("size", "INTEGER NOT NULL", "bytes when loaded"),

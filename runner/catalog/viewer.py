@@ -52,6 +52,9 @@ def metadata(database: str = "catalog") -> dict[str, Any]:
         "recently_changed_docs": ("Recently changed docs pages", "Documentation pages whose "
                                   "content changed, newest change first",
                                   queries.RECENTLY_CHANGED_DOCS),
+        "gaps": ("Gaps", "Scheduled fetches that yielded nothing in the last :days days: "
+                 "failed, skipped or silent, per trending list, search query and docs site, "
+                 "with the cause", queries.GAPS),
     }
     limit = (":limit", str(CANNED_LIMIT))
     return {

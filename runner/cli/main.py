@@ -28,6 +28,7 @@ from runner.core.usage import PROG, OneLineParser, UsageError, usage_error
 from runner.ops.cron import register as register_install_cron
 from runner.ops.size import register as register_size
 from runner.ops.watchdog import register as register_watchdog
+from runner.status.gaps import register as register_gaps
 from runner.status.metrics import register as register_metrics
 from runner.supervision.reload import register as register_reload
 from scraper.config.collector import (
@@ -80,6 +81,7 @@ DOCS_PAGES = {
     "metrics": "operations.md", "catalog": "dataset.md", "export": "dataset.md",
     "report": "dataset.md", "view": "dataset.md", "reparse": "dataset.md",
     "history": "dataset.md", "archive": "dataset.md",
+    "gaps": "operations.md",
 }
 """The page that explains each subcommand (tests/runner/cli/test_cli_help.py holds every one to
 a page that exists and mentions it)."""
@@ -103,6 +105,7 @@ EXTRA_COMMANDS.append(("watchdog", register_watchdog))
 EXTRA_COMMANDS.append(("size", register_size))
 EXTRA_COMMANDS.append(("install-cron", register_install_cron))
 EXTRA_COMMANDS.append(("metrics", register_metrics))
+EXTRA_COMMANDS.append(("gaps", register_gaps))
 # The dataset (runner/catalog/): the catalog and what is made from it.
 EXTRA_COMMANDS.extend(dataset_commands())
 COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]

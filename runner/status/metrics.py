@@ -107,6 +107,7 @@ def render_metrics(status: dict[str, Any]) -> str:
                      budget_samples("remaining"))
     for name, help_text, value in disk:
         lines += _family(name, help_text, [({}, value)] if value is not None else [])
+    lines += ledger_families(status.get("ledger") or {})
     return "\n".join(lines) + "\n# EOF\n"
 
 
@@ -136,6 +137,19 @@ def freshness(workers: list[dict[str, Any]], now: float) -> list[str]:
                      [({"spider": spider, "list": key}, round(max(0.0, now - last), 1))
                       for (spider, key), last in sorted(lists.items())])
     return lines
+
+
+def ledger_families(ledger: dict[str, dict[str, Any]]) -> list[str]:
+    """The gap ledger's last 24 hours (:mod:`runner.core.ledgerview`); the names are the alert
+    rules' (docs/operations.md)."""
+    counts = [({"spider": spider, "outcome": outcome}, n) for spider, row in ledger.items()
+              for outcome, n in row["outcomes"].items()]
+    ratios = [({"spider": spider}, 1.0 - row["yielded_share"]) for spider, row in ledger.items()
+              if row["yielded_share"] is not None]
+    return (_family("scheduled_fetches", "Scheduled fetches of the last 24 hours' rounds by "
+                    "outcome (data, not_modified, failed, skipped, silent).", counts)
+            + _family("gap_ratio", "Share of the last 24 hours' scheduled fetches that "
+                      "yielded no data (failed, skipped or silent), 0..1.", ratios))
 
 
 def write_textfile(directory: Path, text: str, group: int | None = None) -> Path:

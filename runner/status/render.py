@@ -10,6 +10,7 @@ from typing import Any
 from runner.core.budgetview import budget_rows, render_budget
 from runner.core.growth import outlook
 from runner.core.health import ShardHealth, shard_health
+from runner.core.ledgerview import recent_ledger, share_lines
 from runner.core.pidfile import running_pid
 from runner.core.runnerstate import (
     ENDED,
@@ -122,6 +123,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
     result: dict[str, Any] = {"runner": runner, "workers": workers, "totals": totals,
               "budget": in_use(budget_rows(layout), identity),
               "docs_fidelity": [asdict(site) for site in catalog_fidelity(layout, config)]}
+    result["ledger"] = recent_ledger(layout)
     redis_url = redis_url or status.runner.redis_url
     if redis_url and cluster:
         from scraper.cluster.registry import cluster_status
@@ -267,6 +269,7 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"  of them {sum(others.values())} from shards this plan does not run: "
                      + ", ".join(others))
     lines.append(fit(render_disk(totals)))
+    lines += share_lines(status.get("ledger") or {})
     if quarantined := totals.get("segments_quarantined"):
         lines.append(f"QUARANTINED: {quarantined} unreadable segments in data_dir/quarantine/ "
                      "(see why.log)")

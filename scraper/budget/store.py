@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from scraper.budget.limits import MAX_WAIT, PauseDecision, RateHeaders, pause_for
 from scraper.stores.base import Outage
 from scraper.stores.sqlite import open_store, transaction
+from scraper.utils.pidlock import pid_alive
 
 if TYPE_CHECKING:  # the runner's status and catalog read budgets without Scrapy
     from scrapy.settings import BaseSettings
@@ -178,16 +179,6 @@ class _Bucket:
 
 
 _COLUMNS = tuple(f.name for f in fields(_Bucket))
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,6 +248,7 @@ RULES: dict[str, Rule] = {
     "ROUND_UNUSUAL_RATIO": number(0.01, 1),
     "ROUND_HISTORY_DAYS": POSITIVE,
     "GC_GEN0_THRESHOLD": number(0, integer=True),
+    "LEDGER_KEEP_DAYS": number(1, integer=True),
     "LOG_MAX_BYTES": number(0, integer=True),
     "LOG_BACKUP_COUNT": number(0, integer=True),
     "LOG_ROTATE_INTERVAL": POSITIVE,

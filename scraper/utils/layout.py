@@ -17,6 +17,8 @@
     {data_dir}/state/budget.sqlite                              the shared GitHub budget
     {data_dir}/state/etags.sqlite                               GitHub API pages' last ETags
     {data_dir}/state/search_slices.sqlite                       search queries' slice plans
+    {data_dir}/state/ledger/{day}/{spider}-{i}of{N}.jsonl       the gap ledger: each scheduled
+                                                                fetch of each round, its outcome
     {data_dir}/catalog.sqlite, catalog-metadata.json            the dataset, its viewer metadata
     {data_dir}/feeds/trending-{period}-{language or all}.atom   new arrivals on each list
     {data_dir}/archive/{spider}/{sha[:2]}/{sha256}.gz           archived pages, each body once

@@ -15,6 +15,17 @@ from pathlib import Path
 from scraper.utils.statefile import open_private
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class PidLockHeld(Exception):
     """Another live process holds the lock; ``pid`` is what it wrote (None if unreadable)."""
 

@@ -527,10 +527,10 @@ def test_viewer_metadata_describes_every_column_and_its_queries_run(built: Colle
                       "docs_feed_pending", "docs_feed_state"}
     assert set(database["queries"]) == {"rising_this_week", "longest_on_trending",
                                         "when_was_it_trending", "recently_changed_docs",
-                                        "when_was_a_developer_trending"}
+                                        "when_was_a_developer_trending", "gaps"}
     (name,) = conn.execute("SELECT full_name FROM trending_history LIMIT 1").fetchone()
-    results = {query_name: conn.execute(query["sql"], {"full_name": name,
-                                                       "login": "octocat"}).fetchall()
+    results = {query_name: conn.execute(query["sql"], {"full_name": name, "login": "octocat",
+                                                       "days": 7}).fetchall()
                for query_name, query in database["queries"].items()}
     # A riser gained stars (the fixture's week may have none:
     # tests/runner/catalog/test_report_axes.py).

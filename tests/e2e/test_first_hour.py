@@ -57,7 +57,7 @@ def test_a_rounds_log_has_no_startup_inventory_unless_asked(collector: Collector
 
 
 def no_round_written(collector: Collector) -> None:
-    for what in ("items", "state/workers", "logs"):
+    for what in ("items", "state/workers", "state/ledger", "logs"):
         where = collector.data_dir / what
         assert not where.exists() or not any(where.iterdir()), what
 

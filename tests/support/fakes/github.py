@@ -560,6 +560,9 @@ class GitHubFake(FakeProcess):
         self._answers_with_items = 0
         # On, each trending answer gets new request ids, nonces and CSRF tokens, as GitHub's.
         self.fresh_values = False
+        # A burst of errors: web pages whose path and query hold ``match`` get ``status``,
+        # ``count`` more times (the fail control).
+        self.failing: dict[str, Any] = {}
         self.rng = random.Random(40)
         self.trending = self._load_trending(Path(args.trending_fixtures))
         self.developers = self._load_trending(Path(args.developer_fixtures))
@@ -575,6 +578,7 @@ class GitHubFake(FakeProcess):
             "hold_probes": self._control_hold_probes,
             "incomplete_every": self._control_incomplete_every,
             "fresh_values": self._control_fresh_values,
+            "fail": self._control_fail,
         }.items():
             self.add_control(key, handler)
 
@@ -592,6 +596,21 @@ class GitHubFake(FakeProcess):
         if not isinstance(value, bool):
             raise ControlError("fresh_values must be true or false")
         self.fresh_values = value
+
+    def _control_fail(self, value: Any) -> None:
+        """``{"match": "/trending/python", "status": 500, "count": 50}``; ``{}`` ends it."""
+        if not isinstance(value, dict):
+            raise ControlError("fail must be an object: match, status, count")
+        self.failing = {"match": str(value["match"]), "status": int(value.get("status", 500)),
+                        "count": int(value.get("count", 1_000_000))} if value else {}
+
+    def _failed(self, request: web.Request) -> web.Response | None:
+        failing = self.failing
+        if not failing or failing["count"] <= 0 or failing["match"] not in str(request.rel_url):
+            return None
+        failing["count"] -= 1
+        return web.Response(status=failing["status"], text="<h1>Server error</h1>",
+                            content_type="text/html")
 
     def _control_limits(self, value: Any) -> None:
         for resource, spec in dict(value).items():
@@ -738,6 +757,9 @@ class GitHubFake(FakeProcess):
             now = time.time()
             identity = request.headers.get("Authorization") or request.remote or "?"
             request["record"] = {"identity": identity}
+            failed = self._failed(request)
+            if failed is not None:
+                return failed
             until, status = self.web_secondary
             if until > now:
                 self._note_secondary("web", identity, until, now)
