@@ -26,6 +26,7 @@ items, in the same run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -235,9 +236,13 @@ def run(days: int, catch_from: int, baseline: str | None, workdir: Path) -> dict
         round_items.hour()
         steps["incremental"] = build(caught, code)
         print(f"{label} incremental: {json.dumps(steps['incremental'])}", flush=True)
-        steps["datasette"] = datasette_times(caught / "catalog.sqlite", code, caught)
-        print(f"{label} datasette slowest: {steps['datasette']['slowest']} "
-              f"{steps['datasette']['slowest_first_s']} s", flush=True)
+        if importlib.util.find_spec("datasette") is None:
+            steps["datasette"] = {"skipped": "datasette is not installed: pip install -e "
+                                             "'.[view]'"}
+        else:
+            steps["datasette"] = datasette_times(caught / "catalog.sqlite", code, caught)
+            print(f"{label} datasette slowest: {steps['datasette']['slowest']} "
+                  f"{steps['datasette']['slowest_first_s']} s", flush=True)
         result[label] = steps
         if label != "new":
             shutil.rmtree(workdir / label)
@@ -256,6 +261,9 @@ def report(result: dict[str, Any]) -> str:
                          f"{r['cpu_s']} CPU-s, {r['wall_s']} s wall, {r['peak_rss_mb']} MB")
     for label in labels:
         pages = result[label]["datasette"]
+        if "skipped" in pages:
+            lines.append(f"datasette {label}: skipped ({pages['skipped']})")
+            continue
         lines.append(f"datasette {label}: {len(pages['pages'])} pages, slowest "
                      f"{pages['slowest']} {pages['slowest_first_s']} s")
     return "\n".join(lines)
