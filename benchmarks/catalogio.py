@@ -128,28 +128,32 @@ def _get(url: str) -> float:
 
 def page_urls(db: Path) -> dict[str, str]:
     """Every Datasette page of the catalog: tables and views, a row page of each table with a
-    key, each canned query with the parameters a visitor would give it."""
+    key (as that catalog keys it), each canned query with the parameters a visitor would give
+    it."""
     import sqlite3
 
     from datasette.utils import tilde_encode
 
-    from runner.catalog.schema import TABLES
     from runner.catalog.viewer import metadata
 
     conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
     base = "/catalog"
     pages = {}
     try:
-        for table in TABLES:
-            pages[f"table {table.name}"] = f"{base}/{table.name}"
-            if table.view is None:
-                key = table.key[:1] if table.rowid else table.key
-                row = conn.execute(f"SELECT {', '.join(key)} FROM {table.name} "
+        for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type IN "
+                                       "('table', 'view') AND name NOT LIKE 'sqlite_%' "
+                                       "ORDER BY name").fetchall():
+            pages[f"{kind} {name}"] = f"{base}/{name}"
+            key = [column for _, column in sorted(
+                (pk, column) for _, column, _, _, _, pk
+                in conn.execute(f'PRAGMA table_info("{name}")') if pk)]
+            if kind == "table" and key:
+                row = conn.execute(f'SELECT {", ".join(key)} FROM "{name}" '
                                    "LIMIT 1 OFFSET 100").fetchone() or conn.execute(
-                    f"SELECT {', '.join(key)} FROM {table.name} LIMIT 1").fetchone()
+                    f'SELECT {", ".join(key)} FROM "{name}" LIMIT 1').fetchone()
                 if row is not None:
                     ids = ",".join(tilde_encode(str(v)) for v in row)
-                    pages[f"row {table.name}"] = f"{base}/{table.name}/{ids}"
+                    pages[f"row {name}"] = f"{base}/{name}/{ids}"
         busiest = conn.execute("SELECT full_name FROM trending_history "
                                "ORDER BY observations DESC LIMIT 1").fetchone()
         login = conn.execute("SELECT login FROM trending_developer_history LIMIT 1").fetchone()
