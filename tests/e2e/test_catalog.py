@@ -8,7 +8,6 @@ page's first g rows, the rest move up unchanged), so rounds see rows that stay, 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.util
 import json
 import shutil
@@ -34,6 +33,7 @@ from runner.catalog.viewer import metadata
 from runner.supervision.catalogschedule import NICENESS
 from scraper.config.collector import ConfigError, parse_config
 from scraper.trending.repositories import parse_trending
+from tests.support.catalogtables import dump, dump_by_content
 from tests.support.collector import RUNNER, Collector, free_port, in_child, next_second, wait_for
 from tests.support.fakes.launcher import start_fake_docs, start_fake_github
 from tests.support.incrawler import crawl_round
@@ -138,26 +138,6 @@ def catalog(collector: Collector, *args: str) -> subprocess.CompletedProcess[str
     result = collector.runner("catalog", *args, timeout=120)
     assert result.returncode == 0, result.stderr
     return result
-
-
-def dump(db: Path) -> dict[str, tuple[int, str]]:
-    """Every data table's row count and a digest of its rows in key order: what two builds
-    must agree on (streamed: a whole table held here would grow this process, see above)."""
-    conn = sqlite3.connect(db)
-    try:
-        tables = {}
-        for table in TABLES:
-            if not table.data:
-                continue
-            digest, count = hashlib.sha256(), 0
-            for row in conn.execute(f"SELECT * FROM {table.name} "
-                                    f"ORDER BY {', '.join(table.key)}"):
-                digest.update(repr(row).encode())
-                count += 1
-            tables[table.name] = (count, digest.hexdigest())
-        return tables
-    finally:
-        conn.close()
 
 
 def copy_items(source: Collector, home: Path) -> Collector:
@@ -352,13 +332,8 @@ def test_files_loaded_in_groups_give_the_tables_they_give_one_by_one(
     single = build.build_catalog(DataLayout(tmp_path / "single"))
     assert grouped.files == single.files > 100 and grouped.lines == single.lines
     # The same content; the numbers SQLite gave pages and lists may follow the load order.
-    numbered = {"trending_lists", "trending_pages", "trending_page_rows", "trending_fetches"}
-    tables = [dump(tmp_path / name / "catalog.sqlite") for name in ("grouped", "single")]
-    for table in tables:
-        for name in numbered - {"trending_pages"}:
-            del table[name]
-        table["trending_pages"] = table["trending_pages"][0]  # the count: none left over
-    assert tables[0] == tables[1]
+    assert (dump_by_content(tmp_path / "grouped" / "catalog.sqlite")
+            == dump_by_content(tmp_path / "single" / "catalog.sqlite"))
 
 
 def test_one_build_at_a_time(built: Collected, tmp_path: Path) -> None:

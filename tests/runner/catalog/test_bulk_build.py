@@ -3,7 +3,6 @@ commits; and a catalog keyed the earlier way re-keyed on connect, every row kept
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sqlite3
 from pathlib import Path
@@ -12,31 +11,11 @@ import pytest
 
 from benchmarks.segmenthistory import History
 from runner.catalog import build
-from runner.catalog.schema import TABLES, connect
+from runner.catalog.schema import connect
 from scraper.utils.layout import DataLayout
+from tests.support.catalogtables import dump_by_content
 
 HOURS = 24
-
-
-def _contents(db: Path) -> dict[str, tuple[int, str]]:
-    """Each data table's rows in key order (count, digest); the numbers SQLite gave lists and
-    pages follow the load order, so trending pages are compared by count."""
-    numbered = {"trending_lists", "trending_page_rows", "trending_fetches"}
-    conn = sqlite3.connect(db)
-    try:
-        out = {}
-        for table in TABLES:
-            if not table.data or table.name in numbered:
-                continue
-            digest, n = hashlib.sha256(), 0
-            for row in conn.execute(f"SELECT * FROM {table.name} ORDER BY "
-                                    f"{', '.join(table.key)}"):
-                digest.update(repr(row).encode())
-                n += 1
-            out[table.name] = (n, "" if table.name == "trending_pages" else digest.hexdigest())
-        return out
-    finally:
-        conn.close()
 
 
 def _commits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -87,7 +66,7 @@ def test_a_bulk_build_equals_builds_round_by_round(tmp_path: Path,
             path.rename(items / path.parent.name / path.name)
         build.build_catalog(DataLayout(rounds))
     assert len(commits) >= HOURS
-    assert _contents(bulk / "catalog.sqlite") == _contents(rounds / "catalog.sqlite")
+    assert dump_by_content(bulk / "catalog.sqlite") == dump_by_content(rounds / "catalog.sqlite")
     conn = sqlite3.connect(bulk / "catalog.sqlite")
     try:
         indexes = {name for name, in conn.execute(
