@@ -4,8 +4,9 @@
 * **Safe beside the collector**: only closed ``.jsonl``/``.jsonl.gz`` files are read (never an
   open segment's ``.part``);
   a closed file is never written again.
-* **Crash-safe**: each file, or group of small files (:data:`GROUP_BYTES`), is one transaction
-  that also records the files as loaded, so a kill mid-build leaves the catalog as it was after
+* **Crash-safe**: each file, or group of small files (:data:`GROUP_BYTES`; in a bulk build,
+  about a :data:`BULK_COMMITS`-th of them), is one transaction that also records the files as
+  loaded, so a kill mid-build leaves the catalog as it was after
   the last whole group (readers keep using it, WAL) and the next run loads the rest. Every
   merge below is order-independent, so that run ends with the same tables as one clean build.
 * **Bounded memory**: lines are streamed into per-group temporary tables in chunks, then merged
