@@ -123,6 +123,23 @@ def test_catalog_tiny_measures_build_and_incremental_round(tmp_path: Path) -> No
     assert "items/s" in result.stdout
 
 
+@pytest.mark.timeout(150)
+def test_catalogio_measures_writes_of_every_build_for_new_and_old_code(tmp_path: Path) -> None:
+    out = tmp_path / "catalogio.json"
+    result = bench("benchmarks.catalogio", "--days", "2", "--catch-up-from", "1",
+                   "--baseline", "HEAD", "--out", str(out))
+    data = json.loads(out.read_text())
+    for code in ("new", "old"):
+        for step in ("first_build", "head_build", "catch_up", "incremental"):
+            measured = data[code][step]
+            assert measured["write_bytes"] > 0 and measured["catalog_bytes"] > 0, (code, step)
+            assert "new files" in measured["stdout"], (code, step)
+        if "skipped" not in data[code]["datasette"]:
+            pages = data[code]["datasette"]["pages"]
+            assert {"table repo_stars", "row repo_stars", "query rising_this_week"} <= set(pages)
+    assert "first_build  old:" in result.stdout and "datasette new:" in result.stdout
+
+
 @pytest.mark.timeout(60)
 def test_startup_measures_every_step_of_a_forked_worker(tmp_path: Path) -> None:
     out = tmp_path / "startup.json"

@@ -19,7 +19,19 @@ from runner.catalog.trendingsnapshots import page_hash
 
 
 class TableLike(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def key(self) -> tuple[str, ...]: ...
+
+    @property
+    def view(self) -> str | None: ...
+
     def ddl(self) -> str: ...
+
+    @property
+    def column_names(self) -> list[str]: ...
 
 
 _OLD_ORDER = "ORDER BY period, trending_language, observed_at, rank"
@@ -44,8 +56,38 @@ def migrate(conn: sqlite3.Connection, schema_version: int,
     if conn.execute("PRAGMA user_version").fetchone()[0] >= schema_version:
         return
     kinds = dict(conn.execute("SELECT name, type FROM sqlite_master"))
-    if kinds.get("trending_observations") != "table":
-        return  # a new catalog: nothing to carry over
+    if kinds.get("trending_observations") == "table":
+        _distinct_pages(conn, kinds, tables)
+    for table in tables.values():
+        if table.view is None and kinds.get(table.name) == "table":
+            rekey(conn, table)
+
+
+def rekey(conn: sqlite3.Connection, table: TableLike) -> None:
+    """A table whose primary key is not (any more) ``table.key``, made again with it, its rows
+    copied in the new key's order, in one transaction (version 3 keys ``repo_stars`` by time,
+    so that a build appends to it)."""
+    have = sorted((pk, name) for _, name, _, _, _, pk in
+                  conn.execute(f'PRAGMA table_info("{table.name}")') if pk)
+    if tuple(name for _, name in have) == table.key:
+        return
+    columns = ", ".join(table.column_names)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(f'ALTER TABLE "{table.name}" RENAME TO "{table.name}_rekeyed"')
+        conn.execute(table.ddl())
+        conn.execute(f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
+                     f'"{table.name}_rekeyed" ORDER BY {", ".join(table.key)}')
+        conn.execute(f'DROP TABLE "{table.name}_rekeyed"')
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _distinct_pages(conn: sqlite3.Connection, kinds: dict[str, str],
+                    tables: Mapping[str, TableLike]) -> None:
+    """Version 0/1's observations table as distinct pages and their fetches."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         for name in ("trending_lists", "trending_fetches", "trending_pages",
@@ -63,7 +105,6 @@ def migrate(conn: sqlite3.Connection, schema_version: int,
                 "first_seen, last_seen, observations, best_rank, stars_first, stars_last "
                 "FROM trending_history_v1")
             conn.execute("DROP TABLE trending_history_v1")
-        conn.execute(f"PRAGMA user_version={schema_version}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

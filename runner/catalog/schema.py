@@ -179,11 +179,13 @@ TABLES: tuple[Table, ...] = (
          "collected_at of the latest search item for it (an unchanged repository is not "
          "collected again: content dedup)"),
     ), key=("id",)),
+    # Keyed by time: a build appends to it (by repository, any hour of results touched every
+    # page of it); repo_stars_by_id finds one repository's counts.
     Table("repo_stars", "Star counts of searched repositories over time", (
         ("id", "INTEGER NOT NULL", "GitHub's repository id"),
         ("observed_at", "TEXT NOT NULL", "collected_at of the search item"),
         ("stargazers_count", "INTEGER", "stars then"),
-    ), key=("id", "observed_at")),
+    ), key=("observed_at", "id")),
     Table("docs_pages", "Documentation pages and their changes", (
         ("url", "TEXT NOT NULL", "the page"),
         ("title", "TEXT", "its current title"),
@@ -290,11 +292,12 @@ INDEXES = (
     "CREATE INDEX IF NOT EXISTS developer_rows_by_login ON trending_developer_page_rows (login)",
     "CREATE INDEX IF NOT EXISTS developer_history_by_first_seen ON trending_developer_history "
     "(period, trending_language, first_seen)",
+    "CREATE INDEX IF NOT EXISTS repo_stars_by_id ON repo_stars (id, observed_at)",
 )
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """``PRAGMA user_version``: 2 keeps each distinct trending page once (trending_pages) and
 every fetch as a reference to it; 0/1 held a row per observation, migrated at the first
-connect (:mod:`runner.catalog.migrate`)."""
+connect (:mod:`runner.catalog.migrate`); 3 keys ``repo_stars`` by time."""
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from runner.catalog.schema import SCHEMA_VERSION
 from runner.core.health import shard_health, unhealthy_spiders
 from runner.core.runnerstate import SlotRecord
 from scraper.config.collector import HealthConfig
@@ -269,7 +270,7 @@ def test_a_catalog_of_the_earlier_schema_is_migrated_keeping_every_observation(
 
     conn = sqlite3.connect(layout.catalog_db)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute(
             "SELECT observed_at, period, trending_language, rank, full_name, stars, forks, "
             "period_stars, language, description FROM trending_observations "
