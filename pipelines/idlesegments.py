@@ -1,0 +1,106 @@
+"""Closing an open segment no process is writing: a shard that no longer runs leaves none open.
+
+A spider-shard's segment is closed by its own next round. A shard that runs no more rounds (the
+plan changed at a ``reload``, a ``scrapy crawl docs -a shard=0/4`` by hand, a stopped runner)
+would leave its ``.part`` open forever; here another process closes it, but only while holding
+that shard's worker lock (``state/locks/{spider}-{i}of{N}.lock``, held by every ``scrapy crawl``
+for its whole run): a segment a live worker or hand-run crawl appends to is never touched.
+The close is the one the shard's own start does: a torn tail cut, then renamed (or gzipped).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from scrapy.settings import Settings
+
+from pipelines.segments import (
+    PART_SUFFIX,
+    SegmentPolicy,
+    close_segment,
+    recover_part,
+    remove_stale_compression,
+    shard_slug,
+)
+from scraper import settings as defaults
+from scraper.utils.layout import DataLayout
+from scraper.utils.pidlock import exclusive_or_skip
+
+logger = logging.getLogger(__name__)
+
+POLICY_SETTINGS = ("ITEMSTORE_SEGMENT_SECONDS", "ITEMSTORE_SEGMENT_BYTES", "ITEMSTORE_COMPRESS")
+
+
+def segment_policy(overrides: Mapping[str, Any]) -> SegmentPolicy:
+    """The segment policy a spider's workers run with, given its ``spiders.<name>.settings``."""
+    settings = Settings({name: overrides.get(name, getattr(defaults, name))
+                         for name in POLICY_SETTINGS})
+    return SegmentPolicy(settings.getfloat("ITEMSTORE_SEGMENT_SECONDS"),
+                         settings.getint("ITEMSTORE_SEGMENT_BYTES"),
+                         settings.get("ITEMSTORE_COMPRESS") or "")
+
+
+def close_if_idle(layout: DataLayout, part: Path, policy: SegmentPolicy, *,
+                  due_only: bool, now: float) -> Path | None:
+    """Close the open segment ``part`` if no process holds its shard (and, ``due_only``, its
+    time or size boundary is past); the file that now holds its lines (closed), or None when
+    it stays open or is gone."""
+    slug = shard_slug(part)
+    if slug is None or not part.name.endswith(PART_SUFFIX):
+        return None
+    with exclusive_or_skip(layout.state_dir / "locks" / f"{slug}.lock") as mine:
+        if not mine:
+            return None  # a worker or a hand-run crawl appends to it
+        try:
+            if due_only and not policy.is_due(part, part.stat().st_size, now):
+                return None
+        except FileNotFoundError:  # closed by its shard meanwhile
+            return None
+        remove_stale_compression(part)
+        if recover_part(part) is None:
+            return None
+        final = close_segment(part, policy.compress)
+        logger.info("closed segment %s (no process writes it)", final.name)
+        return final
+
+
+def open_segments(layout: DataLayout) -> Iterator[tuple[str, Path]]:
+    """(spider, ``.part``) for every segment a spider-shard's pointer names that is still
+    open, from ``state/segments/`` alone: ``items/`` (a year of segments) is never listed."""
+    pointers = layout.state_dir / "segments"
+    if not pointers.is_dir():
+        return
+    for pointer in sorted(pointers.glob("*.open")):
+        try:
+            name = pointer.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        spider = pointer.stem.rpartition("-")[0]
+        if not spider or "/" in name or not name.startswith(f"{pointer.stem}-"):
+            continue
+        part = layout.items_dir(spider) / name
+        if part.exists():
+            yield spider, part
+
+
+def close_idle_segments(layout: DataLayout, spider_settings: Mapping[str, Mapping[str, Any]],
+                        *, keep: frozenset[str] = frozenset(), now: float) -> list[Path]:
+    """Close every open segment whose shard no process holds, except the shards in ``keep``
+    (slugs a runner is about to run: their own next round closes theirs when due); the
+    segments closed. ``spider_settings``: each spider's settings overrides by name."""
+    closed = []
+    for spider, part in open_segments(layout):
+        if shard_slug(part) in keep:
+            continue
+        policy = segment_policy(spider_settings.get(spider, {}))
+        try:
+            final = close_if_idle(layout, part, policy, due_only=False, now=now)
+        except OSError as exc:  # no room to compress it: it stays open, whole
+            logger.warning("segment %s stays open: %s", part.name, exc.strerror)
+            continue
+        if final is not None:
+            closed.append(final)
+    return closed
