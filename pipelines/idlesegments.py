@@ -15,8 +15,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from scrapy.settings import Settings
-
 from pipelines.segments import (
     PART_SUFFIX,
     SegmentPolicy,
@@ -31,16 +29,16 @@ from scraper.utils.pidlock import exclusive_or_skip
 
 logger = logging.getLogger(__name__)
 
-POLICY_SETTINGS = ("ITEMSTORE_SEGMENT_SECONDS", "ITEMSTORE_SEGMENT_BYTES", "ITEMSTORE_COMPRESS")
-
-
 def segment_policy(overrides: Mapping[str, Any]) -> SegmentPolicy:
-    """The segment policy a spider's workers run with, given its ``spiders.<name>.settings``."""
-    settings = Settings({name: overrides.get(name, getattr(defaults, name))
-                         for name in POLICY_SETTINGS})
-    return SegmentPolicy(settings.getfloat("ITEMSTORE_SEGMENT_SECONDS"),
-                         settings.getint("ITEMSTORE_SEGMENT_BYTES"),
-                         settings.get("ITEMSTORE_COMPRESS") or "")
+    """The segment policy a spider's workers run with, given its ``spiders.<name>.settings``
+    (values the config checked already, by the rules of :mod:`scraper.config.settingrules`).
+    Read without Scrapy's ``Settings``: the catalog build that calls this imports no Scrapy."""
+    def value(name: str) -> Any:
+        return overrides.get(name, getattr(defaults, name))
+
+    return SegmentPolicy(float(value("ITEMSTORE_SEGMENT_SECONDS")),
+                         int(value("ITEMSTORE_SEGMENT_BYTES")),
+                         str(value("ITEMSTORE_COMPRESS") or ""))
 
 
 def close_if_idle(layout: DataLayout, part: Path, policy: SegmentPolicy, *,

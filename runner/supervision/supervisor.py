@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pipelines.idlesegments import close_idle_segments
 from runner.core.health import once_summary, round_failed
 from runner.core.resolved import write_resolved
 from runner.core.runnerstate import (
@@ -372,6 +371,10 @@ class Supervisor:
         """Close the open segments of every shard not in ``keep`` that no process holds: a
         shard of an earlier plan or a hand-run crawl leaves none open, and a stop leaves its
         lines in closed files (a live crawl's segment is left alone)."""
+        # Imported when used: the preloaded parent (its interned-string table sized by the
+        # preload) stays as it was.
+        from pipelines.idlesegments import close_idle_segments
+
         settings = {name: self.config.spider(name).settings for name in SPIDER_NAMES}
         closed = close_idle_segments(self.layout, settings, keep=keep, now=time.time())
         if closed:
