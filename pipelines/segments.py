@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scraper.config.settingrules import COMPRESSIONS
+from scraper.utils.itemsizes import closing
 
 logger = logging.getLogger(__name__)
 
@@ -90,9 +91,10 @@ def closed_name(part: Path, compress: str) -> Path:
 def close_segment(part: Path, compress: str) -> Path:
     """Make the whole-line ``.part`` at ``part`` visible as a closed segment.
 
-    Compressed: the ``.gz`` is written beside it, synced, renamed into place, and only then the
-    ``.part`` removed; a kill in between leaves either the ``.part`` alone (compressed again at
-    the next start) or both, and then :func:`drop_if_closed` removes the ``.part``.
+    Its size is counted as it closes (:mod:`scraper.utils.itemsizes`). Compressed: the ``.gz``
+    is written beside it, synced, renamed into place, and only then the ``.part`` removed; a
+    kill in between leaves either the ``.part`` alone (compressed again at the next start) or
+    both, and then :func:`drop_if_closed` removes the ``.part``.
     """
     final = closed_name(part, compress)
     if compress == "gzip":
@@ -102,10 +104,14 @@ def close_segment(part: Path, compress: str) -> Path:
                 shutil.copyfileobj(source, target, 1024 * 1024)
             raw.flush()
             os.fsync(raw.fileno())
-        os.replace(temporary, final)
-        part.unlink()
+        with closing(part.parent) as counted:
+            os.replace(temporary, final)
+            part.unlink()
+            counted(final)
     else:
-        os.replace(part, final)
+        with closing(part.parent) as counted:
+            os.replace(part, final)
+            counted(final)
     return final
 
 

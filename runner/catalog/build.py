@@ -60,6 +60,7 @@ from runner.core.usage import PROG as RUNNER
 from scraper.config.collector import CollectorConfig
 from scraper.settings import CATALOG_MAX_LINE_BYTES, CATALOG_MAX_LINE_VALUES
 from scraper.utils.bounds import json_value_bound
+from scraper.utils.itemsizes import forget, forget_all
 from scraper.utils.layout import DataLayout
 from scraper.utils.pidlock import exclusive_or_skip
 from scraper.utils.quarantine import set_aside
@@ -350,7 +351,10 @@ def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
     catalog has not read is never removed, and the catalog's own history never goes.
     """
     rows = conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'")
-    return remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
+    removed = remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
+    if removed:
+        forget_all(layout)
+    return removed
 
 
 class _Buffers:
@@ -420,6 +424,7 @@ def load_group(conn: Any, layout: DataLayout, files: list[ItemFile], warn: Warn
                 warn(f"{exc.path}: {exc.why}; not loaded while open (set aside once closed)")
                 continue
             aside = set_aside(layout, exc.path, layout.quarantined_item_file(item.rel), exc.why)
+            forget(layout, item.rel.partition("/")[0])
             warn(f"{exc.path}: {exc.why}; set aside as {aside}, the other files load")
             continue
         for line in said:
