@@ -140,12 +140,17 @@ def data_bytes(layout: DataLayout, *, recount_after: float | None = None) -> int
     ``items/`` from the records instead of a walk."""
     if not layout.root.is_dir():
         return 0
+    spiders, total = [], 0
     with contextlib.suppress(FileNotFoundError), os.scandir(layout.items_root) as it:
-        spiders = [entry.name for entry in it if entry.is_dir(follow_symlinks=False)]
+        for entry in it:  # a spider's directory, or a file of its own (a few)
+            if entry.is_dir(follow_symlinks=False):
+                spiders.append(entry.name)
+            else:
+                total += blocks(Path(entry.path))
     now = time.time()
     # The records first: a count they make writes one, which the walk after it then sees.
-    total = sum(closed_bytes(layout, spider, recount_after=recount_after, now=now)
-                for spider in spiders)
+    total += sum(closed_bytes(layout, spider, recount_after=recount_after, now=now)
+                 for spider in spiders)
     for directory, dirs, files in os.walk(layout.root):
         if directory == str(layout.root):
             dirs[:] = [name for name in dirs if name != layout.items_root.name]
