@@ -147,15 +147,15 @@ class BuildResult:
     def describe(self, path: Path) -> str:
         if self.busy:
             return f"catalog: another build is running on {path}; nothing done"
-        bad = f" ({self.open_lines:,} from open segments)" if self.open_lines else ""
+        notes = f" ({self.open_lines:,} from open segments)" if self.open_lines else ""
         if self.closed_idle:
-            bad += f", {self.closed_idle:,} idle open segments closed"
-        bad += f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
+            notes += f", {self.closed_idle:,} idle open segments closed"
+        notes += f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
         if self.quarantined:
-            bad += f", {self.quarantined:,} unreadable files set aside in quarantine/"
+            notes += f", {self.quarantined:,} unreadable files set aside in quarantine/"
         if self.removed:
-            bad += f", {self.removed:,} old compressed segments removed"
-        return (f"catalog: {self.files:,} new files, {self.lines:,} lines{bad} in "
+            notes += f", {self.removed:,} old compressed segments removed"
+        return (f"catalog: {self.files:,} new files, {self.lines:,} lines{notes} in "
                 f"{self.seconds:.1f} s -> {path}")
 
 

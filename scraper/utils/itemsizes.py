@@ -73,7 +73,10 @@ def closing(items_dir: Path) -> Iterator[Callable[[Path], None]]:
             return  # no record yet: the first reader counts the directory, this file with it
         record["bytes"] = int(record.get("bytes", 0)) + sum(blocks(path) for path in added)
         record["files"] = int(record.get("files", 0)) + len(added)
-        write_json_atomic(_record(layout, spider), record)
+        try:
+            write_json_atomic(_record(layout, spider), record)
+        except OSError:  # a full disk: the segment is closed all the same; counted later
+            _record(layout, spider).unlink(missing_ok=True)
 
 
 def forget(layout: DataLayout, spider: str) -> None:

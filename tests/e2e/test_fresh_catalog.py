@@ -123,3 +123,33 @@ def test_a_hand_run_shard_and_an_old_plan_leave_no_segment_open_or_unloaded(
         lines_written(collector)
     assert catalog_rows(collector, "SELECT count(*) FROM loaded_files WHERE path GLOB "
                                    "'*.part'") == 0
+
+
+@pytest.mark.timeout(180)
+def test_with_the_runner_data_reaches_the_catalog_within_one_catalog_interval(
+        tmp_path: Path) -> None:
+    github = start_fake_github(tmp_path / "fake-github")
+    try:
+        collector = Collector(tmp_path / "home")
+        collector.configure(github=github, catalog_interval=2, spiders={
+            "trending": {"languages": [""], "periods": ["daily"], **DAILY},
+            "search": {"weight": 0}, "docs": {"weight": 0}})
+        runner = collector.start_runner("--workers", "1")
+        db = collector.data_dir / "catalog.sqlite"
+
+        def fetches() -> int:
+            try:
+                return catalog_rows(collector, "SELECT count(*) FROM trending_fetches")
+            except sqlite3.Error:  # not made yet
+                return 0
+
+        try:
+            wait_for(lambda: db.exists() and fetches() > 0, 60, "the round in the catalog")
+            # Every line is still in the open segment: the runner's build read it there.
+            assert not list((collector.data_dir / "items").rglob("*.jsonl"))
+        finally:
+            runner.send_signal(signal.SIGTERM)
+            runner.wait(timeout=60)
+        assert runner.returncode == 0
+    finally:
+        github.stop()
