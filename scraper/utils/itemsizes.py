@@ -50,9 +50,7 @@ def _record(layout: DataLayout, spider: str) -> Path:
 
 @contextmanager
 def _locked(layout: DataLayout, spider: str) -> Iterator[None]:
-    path = layout.state_dir / "sizes" / f"{spider}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = open_private(path)
+    fd = open_private(layout.state_dir / "sizes" / f"{spider}.lock")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
