@@ -9,7 +9,7 @@ walk's cost is one ``lstat`` per file, whatever its size), one open segment per 
 pointer, then measures in this process, median CPU of ``--repeat`` runs:
 
 * ``walk``: :func:`~scraper.utils.diskspace.data_size` of the data dir (before);
-* ``kept sizes``: :func:`~scraper.utils.itemsizes.data_bytes` (after; the records in place);
+* ``kept sizes``: :func:`~runner.core.datasize.data_bytes` (after; the records in place);
 * ``status`` and ``metrics`` (``collect_status``, ``render_metrics``), before (with the walk's
   figure, as they made it) and after;
 * ``size sample``: ``growth.record_sample`` as the runner takes it every 10 minutes (after);
@@ -29,11 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import RESULTS_DIR, describe_machine, format_table, machine_info, publish
-from runner.core import growth
+from runner.core import datasize, growth
 from runner.status.metrics import render_metrics
 from runner.status.render import collect_status
 from scraper.config.collector import CollectorConfig
-from scraper.utils import itemsizes
 from scraper.utils.diskspace import data_size
 from scraper.utils.layout import DataLayout
 
@@ -75,8 +74,8 @@ def run(days: int, repeat: int) -> dict[str, Any]:
         layout = make_data_dir(Path(work) / "data", days)
         config = CollectorConfig(data_dir=layout.root)
         files = sum(len(list(layout.items_dir(s).iterdir())) for s in PER_HOUR)
-        first = cpu(lambda: itemsizes.data_bytes(layout), 1)  # no records yet: one count
-        walked, kept = data_size(layout.root), itemsizes.data_bytes(layout)
+        first = cpu(lambda: datasize.data_bytes(layout), 1)  # no records yet: one count
+        walked, kept = data_size(layout.root), datasize.data_bytes(layout)
         if walked != kept:
             raise SystemExit(f"the kept sizes say {kept:,} bytes, the walk {walked:,}")
 
@@ -88,7 +87,7 @@ def run(days: int, repeat: int) -> dict[str, Any]:
 
         rows = [
             ("walk (before)", cpu(lambda: data_size(layout.root), repeat)),
-            ("kept sizes (after)", cpu(lambda: itemsizes.data_bytes(layout), repeat)),
+            ("kept sizes (after)", cpu(lambda: datasize.data_bytes(layout), repeat)),
             ("status (before)", cpu(lambda: collect_status(
                 layout, config=config, cluster=False, data_bytes=data_size(layout.root)),
                 repeat)),

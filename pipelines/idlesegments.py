@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pipelines.segmentpointer import SegmentPointer
 from pipelines.segments import (
     PART_SUFFIX,
     SegmentPolicy,
@@ -28,6 +29,7 @@ from scraper.utils.layout import DataLayout
 from scraper.utils.pidlock import exclusive_or_skip
 
 logger = logging.getLogger(__name__)
+
 
 def segment_policy(overrides: Mapping[str, Any]) -> SegmentPolicy:
     """The segment policy a spider's workers run with, given its ``spiders.<name>.settings``
@@ -72,12 +74,9 @@ def open_segments(layout: DataLayout) -> Iterator[tuple[str, Path]]:
     if not pointers.is_dir():
         return
     for pointer in sorted(pointers.glob("*.open")):
-        try:
-            name = pointer.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            continue
+        name = SegmentPointer(pointer, pointer.stem).read()
         spider = pointer.stem.rpartition("-")[0]
-        if not spider or "/" in name or not name.startswith(f"{pointer.stem}-"):
+        if name is None or not spider:
             continue
         part = layout.items_dir(spider) / name
         if part.exists():

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scraper.utils import itemsizes
+from runner.core import datasize
+from scraper.utils.itemsizes import RECOUNT_EVERY
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import read_json, write_json_atomic
 
@@ -62,7 +63,7 @@ def record_sample(layout: DataLayout, now: float | None = None) -> bool:
     if samples and 0 <= now - samples[-1][0] < SAMPLE_EVERY:
         return False
     samples = [s for s in samples if now - WINDOW <= s[0] <= now]
-    samples.append((now, itemsizes.data_bytes(layout, recount_after=itemsizes.RECOUNT_EVERY)))
+    samples.append((now, datasize.data_bytes(layout, recount_after=RECOUNT_EVERY)))
     write_json_atomic(growth_file(layout), {"samples": [list(s) for s in samples]})
     return True
 
@@ -77,7 +78,7 @@ def free_space(path: Path) -> int | None:
 def outlook(layout: DataLayout, data_bytes: int | None = None,
             now: float | None = None) -> DiskOutlook:
     now = time.time() if now is None else now
-    size = itemsizes.data_bytes(layout) if data_bytes is None else data_bytes
+    size = datasize.data_bytes(layout) if data_bytes is None else data_bytes
     window = [s for s in read_samples(layout) if now - WINDOW <= s[0] <= now]
     per_day = None
     if window and now - window[0][0] >= MIN_SPAN:

@@ -68,7 +68,7 @@ def cmd_size(args: argparse.Namespace, config: CollectorConfig) -> int:
 
 def check_milestone(root: Path, mark_file: Path, step: int, target: int | None) -> str | None:
     """The line to print when ``root`` has crossed a new multiple of ``step``; updates the mark."""
-    from scraper.utils.itemsizes import data_bytes  # the same measure as `status` (disk blocks)
+    from runner.core.datasize import data_bytes  # the same measure as `status` (disk blocks)
 
     size = data_bytes(DataLayout(root))
     mark = read_mark(mark_file)

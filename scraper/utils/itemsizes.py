@@ -9,9 +9,8 @@ file there, under ``state/sizes/{spider}.lock``, in the same critical section as
 (:func:`closing`): a recount under that lock never counts one twice. What removes or adds
 closed files otherwise (the catalog's ``items_keep_days``, a file set aside, the drain of
 shipped segments) drops the record (:func:`forget`), and the next reader counts that spider's
-directory once. Open segments are measured where their pointers name them
-(``state/segments/``), the rest of the data dir (stores, logs, the archive: a few hundred
-files) walked as before.
+directory once. :mod:`runner.core.datasize` adds the open segments and the rest of the data
+dir.
 
 A record older than :data:`RECOUNT_EVERY` is counted again by the runner's size sample (not
 by ``status``): a file you gzip or remove by hand, or a kill between a close and its record,
@@ -116,45 +115,3 @@ def closed_bytes(layout: DataLayout, spider: str, *, recount_after: float | None
     if record is None or stale or not isinstance(record.get("bytes"), int):
         record = recount(layout, spider, now)
     return int(record["bytes"])
-
-
-def open_bytes(layout: DataLayout) -> int:
-    """The open segments' bytes, each where its spider-shard's pointer names it."""
-    pointers = layout.state_dir / "segments"
-    total = 0
-    with contextlib.suppress(FileNotFoundError), os.scandir(pointers) as it:
-        for entry in it:
-            if not entry.name.endswith(".open"):
-                continue
-            try:
-                name = Path(entry.path).read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                continue
-            spider = entry.name.removesuffix(".open").rpartition("-")[0]
-            if spider and "/" not in name and name.startswith(spider):
-                total += blocks(layout.items_dir(spider) / name)
-    return total
-
-
-def data_bytes(layout: DataLayout, *, recount_after: float | None = None) -> int:
-    """Bytes on disk under ``data_dir`` (as :func:`~scraper.utils.diskspace.data_size`), with
-    ``items/`` from the records instead of a walk."""
-    if not layout.root.is_dir():
-        return 0
-    spiders, total = [], 0
-    with contextlib.suppress(FileNotFoundError), os.scandir(layout.items_root) as it:
-        for entry in it:  # a spider's directory, or a file of its own (a few)
-            if entry.is_dir(follow_symlinks=False):
-                spiders.append(entry.name)
-            else:
-                total += blocks(Path(entry.path))
-    now = time.time()
-    # The records first: a count they make writes one, which the walk after it then sees.
-    total += sum(closed_bytes(layout, spider, recount_after=recount_after, now=now)
-                 for spider in spiders)
-    for directory, dirs, files in os.walk(layout.root):
-        if directory == str(layout.root):
-            dirs[:] = [name for name in dirs if name != layout.items_root.name]
-        for name in files:
-            total += blocks(Path(directory, name))
-    return total + open_bytes(layout)
