@@ -14,10 +14,22 @@ from typing import Any
 import pytest
 
 from tests.support.collector import Collector, wait_for
-from tests.support.fakes.launcher import start_fake_docs, start_fake_github
 
 DAILY = {"settings": {"ITEMSTORE_SEGMENT_SECONDS": 86400}}
 """Segments that stay open through the test (an hour boundary mid-test would close them)."""
+
+
+TRENDING = {"languages": [""], "periods": ["daily"]}
+SEARCH = {"queries": ["topic:web-scraping"], "per_page": 30}
+
+
+def daily_collector(home: Path, github: Any, spiders: dict[str, dict[str, Any]],
+                    **top: Any) -> Collector:
+    """A collector of the fake GitHub whose spiders keep :data:`DAILY` segments."""
+    collector = Collector(home)
+    collector.configure(github=github, spiders={name: {**section, **DAILY}
+                                                for name, section in spiders.items()}, **top)
+    return collector
 
 
 def lines_written(collector: Collector) -> int:
@@ -49,20 +61,14 @@ def parts(collector: Collector) -> list[Path]:
 
 
 @pytest.mark.timeout(240)
-def test_once_then_catalog_holds_everything_the_round_wrote(tmp_path: Path) -> None:
-    github = start_fake_github(tmp_path / "fake-github")
-    docs = start_fake_docs(tmp_path / "fake-docs", sites=1, pages=8)
-    try:
-        collector = Collector(tmp_path / "home")
-        collector.configure(github=github, docs_urls=[f"{docs.url()}/site0/"], spiders={
-            "trending": {"languages": [""], "periods": ["daily"], **DAILY},
-            "search": {"queries": ["topic:web-scraping"], "per_page": 30, **DAILY},
-            "docs": {"max_pages_per_site": 8, **DAILY}})
-        once = collector.runner("--once", "--workers", "3", timeout=180)
-        assert once.returncode == 0, once.stderr
-    finally:
-        github.stop()
-        docs.stop()
+@pytest.mark.parametrize("fake_docs", [{"sites": 1, "pages": 8}], indirect=True)
+def test_once_then_catalog_holds_everything_the_round_wrote(
+        tmp_path: Path, fake_github: Any, fake_docs: Any) -> None:
+    collector = daily_collector(tmp_path / "home", fake_github, {
+        "trending": TRENDING, "search": SEARCH,
+        "docs": {"max_pages_per_site": 8, "start_urls": [f"{fake_docs.url()}/site0/"]}})
+    once = collector.runner("--once", "--workers", "3", timeout=180)
+    assert once.returncode == 0, once.stderr
     assert {p.parent.name for p in parts(collector)} == {"trending", "search", "docs"}
     written = lines_written(collector)
     assert "from open segments)" in build(collector)
@@ -82,41 +88,33 @@ def read_items(collector: Collector, spider: str) -> list[dict[str, Any]]:
 
 @pytest.mark.timeout(240)
 def test_a_hand_run_shard_and_an_old_plan_leave_no_segment_open_or_unloaded(
-        tmp_path: Path) -> None:
-    github = start_fake_github(tmp_path / "fake-github")
+        tmp_path: Path, fake_github: Any) -> None:
+    collector = daily_collector(tmp_path / "home", fake_github, {
+        "trending": TRENDING, "search": {**SEARCH, "weight": 0}, "docs": {"weight": 0}})
+    hand = collector.crawl("search", "0/4")  # a shard no runner plans
+    assert hand.returncode == 0, hand.stderr
+    (left,) = parts(collector)
+    runner = collector.start_runner("--workers", "1")
     try:
-        collector = Collector(tmp_path / "home")
-        collector.configure(github=github, spiders={
-            "trending": {"languages": [""], "periods": ["daily"], **DAILY},
-            "search": {"queries": ["topic:web-scraping"], "per_page": 30, "weight": 0,
-                       **DAILY},
-            "docs": {"weight": 0, **DAILY}})
-        hand = collector.crawl("search", "0/4")  # a shard no runner plans
-        assert hand.returncode == 0, hand.stderr
-        (left,) = parts(collector)
-        runner = collector.start_runner("--workers", "1")
-        try:
-            # Its start closes the hand-run shard's segment: no process holds it.
-            wait_for(lambda: not left.exists(), 30, "the idle segment closed at start")
-            wait_for(lambda: list((collector.data_dir / "items").glob("trending/*.part")), 60,
-                     "a trending round")
-            # The plan changes at a reload: trending's shard runs no more.
-            collector.update_config({"spiders": {"trending": {"weight": 0},
-                                                 "search": {"weight": 1}}})
-            runner.send_signal(signal.SIGHUP)
-            wait_for(lambda: list((collector.data_dir / "items").glob("search/search-0of1-*")),
-                     60, "a search round of the new plan")
-            # The old plan's segment, open within its day, is loaded as it is.
-            (old,) = (collector.data_dir / "items").glob("trending/*.part")
-            build(collector)
-            assert catalog_rows(collector, "SELECT size FROM loaded_files WHERE path = "
-                                f"'trending/{old.name}'") == old.stat().st_size
-        finally:
-            runner.send_signal(signal.SIGTERM)
-            runner.wait(timeout=60)
-        assert runner.returncode == 0
+        # Its start closes the hand-run shard's segment: no process holds it.
+        wait_for(lambda: not left.exists(), 30, "the idle segment closed at start")
+        wait_for(lambda: list((collector.data_dir / "items").glob("trending/*.part")), 60,
+                 "a trending round")
+        # The plan changes at a reload: trending's shard runs no more.
+        collector.update_config({"spiders": {"trending": {"weight": 0},
+                                             "search": {"weight": 1}}})
+        runner.send_signal(signal.SIGHUP)
+        wait_for(lambda: list((collector.data_dir / "items").glob("search/search-0of1-*")),
+                 60, "a search round of the new plan")
+        # The old plan's segment, open within its day, is loaded as it is.
+        (old,) = (collector.data_dir / "items").glob("trending/*.part")
+        build(collector)
+        assert catalog_rows(collector, "SELECT size FROM loaded_files WHERE path = "
+                            f"'trending/{old.name}'") == old.stat().st_size
     finally:
-        github.stop()
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(timeout=60)
+    assert runner.returncode == 0
     assert parts(collector) == []  # the stop closed every segment
     build(collector)
     assert catalog_rows(collector, "SELECT sum(lines) FROM loaded_files") == \
@@ -127,29 +125,24 @@ def test_a_hand_run_shard_and_an_old_plan_leave_no_segment_open_or_unloaded(
 
 @pytest.mark.timeout(180)
 def test_with_the_runner_data_reaches_the_catalog_within_one_catalog_interval(
-        tmp_path: Path) -> None:
-    github = start_fake_github(tmp_path / "fake-github")
-    try:
-        collector = Collector(tmp_path / "home")
-        collector.configure(github=github, catalog_interval=2, spiders={
-            "trending": {"languages": [""], "periods": ["daily"], **DAILY},
-            "search": {"weight": 0}, "docs": {"weight": 0}})
-        runner = collector.start_runner("--workers", "1")
-        db = collector.data_dir / "catalog.sqlite"
+        tmp_path: Path, fake_github: Any) -> None:
+    collector = daily_collector(tmp_path / "home", fake_github, {
+        "trending": TRENDING, "search": {"weight": 0}, "docs": {"weight": 0}},
+        catalog_interval=2)
+    runner = collector.start_runner("--workers", "1")
+    db = collector.data_dir / "catalog.sqlite"
 
-        def fetches() -> int:
-            try:
-                return catalog_rows(collector, "SELECT count(*) FROM trending_fetches")
-            except sqlite3.Error:  # not made yet
-                return 0
-
+    def fetches() -> int:
         try:
-            wait_for(lambda: db.exists() and fetches() > 0, 60, "the round in the catalog")
-            # Every line is still in the open segment: the runner's build read it there.
-            assert not list((collector.data_dir / "items").rglob("*.jsonl"))
-        finally:
-            runner.send_signal(signal.SIGTERM)
-            runner.wait(timeout=60)
-        assert runner.returncode == 0
+            return catalog_rows(collector, "SELECT count(*) FROM trending_fetches")
+        except sqlite3.Error:  # not made yet
+            return 0
+
+    try:
+        wait_for(lambda: db.exists() and fetches() > 0, 60, "the round in the catalog")
+        # Every line is still in the open segment: the runner's build read it there.
+        assert not list((collector.data_dir / "items").rglob("*.jsonl"))
     finally:
-        github.stop()
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(timeout=60)
+    assert runner.returncode == 0

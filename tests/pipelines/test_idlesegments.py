@@ -18,9 +18,7 @@ from runner.catalog.build import build_catalog
 from scraper.config.collector import CollectorConfig, SearchConfig
 from scraper.utils.layout import DataLayout
 from scraper.utils.sharding import Shard
-from tests.support.itemrounds import search_item, store_round
-
-HOUR = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+from tests.support.itemrounds import fake_clock, search_item, store_round
 
 
 @contextmanager
@@ -42,8 +40,7 @@ def names(data_dir: Path) -> list[str]:
 
 def test_a_build_closes_a_segment_past_its_hour_only_when_no_process_holds_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [HOUR]
-    monkeypatch.setattr(time, "time", lambda: clock[0])
+    clock = fake_clock(monkeypatch)
     layout = DataLayout(tmp_path)
     config = CollectorConfig(data_dir=tmp_path)
     store_round(tmp_path, [search_item(1)], Shard(0, 4))  # a hand-run shard, never run again

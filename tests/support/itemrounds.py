@@ -3,14 +3,26 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import pytest
 import scrapy
 from scrapy.utils.test import get_crawler
 
 from pipelines.itemstore import JsonLinesItemStore
 from scraper import settings as project
 from scraper.utils.sharding import Shard
+
+HOUR = 1_800_000_000.0
+"""2027-01-15T08:00:00Z, on an hour boundary."""
+
+
+def fake_clock(monkeypatch: pytest.MonkeyPatch, start: float = HOUR) -> list[float]:
+    """``time.time`` reads ``clock[0]`` of the list returned: a test moves it on by hand."""
+    clock = [start]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    return clock
 
 
 class Recorder(scrapy.Spider):

@@ -5,16 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from runner.catalog.build import build_catalog
 from scraper.utils.layout import DataLayout
-from tests.support.itemrounds import search_item, store_round
-
-HOUR = 1_800_000_000.0  # 2027-01-15T08:00:00Z, on an hour boundary
+from tests.support.itemrounds import fake_clock, search_item, store_round
 
 
 def rows(data_dir: Path, sql: str) -> list[tuple]:
@@ -42,8 +39,7 @@ def torn(n: int) -> bytes:
 @pytest.mark.parametrize("compress", ["", "gzip"])
 def test_open_lines_load_once_before_and_after_the_segment_closes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compress: str) -> None:
-    clock = [HOUR]
-    monkeypatch.setattr(time, "time", lambda: clock[0])
+    clock = fake_clock(monkeypatch)
     layout = DataLayout(tmp_path)
     store_round(tmp_path, [search_item(1), search_item(2)], ITEMSTORE_COMPRESS=compress)
     (part,) = (tmp_path / "items" / "search").glob("*.part")
@@ -81,8 +77,7 @@ def test_open_lines_load_once_before_and_after_the_segment_closes(
 
 def test_a_kill_mid_line_is_never_read_and_nothing_loads_twice(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [HOUR]
-    monkeypatch.setattr(time, "time", lambda: clock[0])
+    clock = fake_clock(monkeypatch)
     layout = DataLayout(tmp_path)
     store_round(tmp_path, [search_item(1)])
     (part,) = (tmp_path / "items" / "search").glob("*.part")

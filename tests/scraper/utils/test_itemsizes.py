@@ -16,9 +16,7 @@ from scraper.config.collector import CollectorConfig
 from scraper.utils import itemsizes
 from scraper.utils.diskspace import data_size
 from scraper.utils.layout import DataLayout
-from tests.support.itemrounds import search_item, store_round
-
-HOUR = 1_800_000_000.0
+from tests.support.itemrounds import HOUR, fake_clock, search_item, store_round
 
 
 def refuse_items_listing(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
@@ -36,8 +34,7 @@ def refuse_items_listing(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Non
 
 def test_sizes_kept_as_segments_close_equal_a_walk_without_listing_items(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [HOUR]
-    monkeypatch.setattr(time, "time", lambda: clock[0])
+    clock = fake_clock(monkeypatch)
     layout = DataLayout(tmp_path)
     store_round(tmp_path, [search_item(0)])
     assert datasize.data_bytes(layout) == data_size(tmp_path)  # no record yet: counted once
