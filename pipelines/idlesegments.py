@@ -46,8 +46,10 @@ def segment_policy(overrides: Mapping[str, Any]) -> SegmentPolicy:
 def close_if_idle(layout: DataLayout, part: Path, policy: SegmentPolicy, *,
                   due_only: bool, now: float) -> Path | None:
     """Close the open segment ``part`` if no process holds its shard (and, ``due_only``, its
-    time or size boundary is past); the file that now holds its lines (closed), or None when
-    it stays open or is gone."""
+    time or size boundary is past and nothing was written to it for a whole segment period:
+    a shard still planned writes every round, and its own next round closes it, so a build
+    seldom holds the lock of a shard about to start); the file that now holds its lines
+    (closed), or None when it stays open or is gone."""
     slug = shard_slug(part)
     if slug is None or not part.name.endswith(PART_SUFFIX):
         return None
@@ -55,9 +57,11 @@ def close_if_idle(layout: DataLayout, part: Path, policy: SegmentPolicy, *,
         if not mine:
             return None  # a worker or a hand-run crawl appends to it
         try:
-            if due_only and not policy.is_due(part, part.stat().st_size, now):
-                return None
+            info = part.stat()
         except FileNotFoundError:  # closed by its shard meanwhile
+            return None
+        if due_only and (not policy.is_due(part, info.st_size, now)
+                         or now - info.st_mtime < policy.seconds):
             return None
         remove_stale_compression(part)
         if recover_part(part) is None:

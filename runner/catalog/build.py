@@ -7,8 +7,9 @@
   or ``.jsonl.gz``: the same lines) only what follows it. Each line is loaded once.
 * **Safe beside the collector**: an open segment is read only to its last newline (a line a
   round is writing, a torn tail a kill left, is never read); a closed file is never written
-  again. An open segment whose shard no process holds (its worker lock free) and whose hour
-  is past is closed first (:mod:`pipelines.idlesegments`), as that shard's next round would.
+  again. An open segment whose shard no process holds (its worker lock free), past its hour
+  and unwritten for a whole hour, is closed first (:mod:`pipelines.idlesegments`), as that
+  shard's next round would.
 * **Crash-safe**: each file, or group of small files (:data:`GROUP_BYTES`), is one transaction
   that also records the files as loaded, so a kill mid-build leaves the catalog as it was after
   the last whole group (readers keep using it, WAL) and the next run loads the rest. Every

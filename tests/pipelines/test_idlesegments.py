@@ -44,13 +44,17 @@ def test_a_build_closes_a_segment_past_its_hour_only_when_no_process_holds_it(
     layout = DataLayout(tmp_path)
     config = CollectorConfig(data_dir=tmp_path)
     store_round(tmp_path, [search_item(1)], Shard(0, 4))  # a hand-run shard, never run again
-    with open(next((tmp_path / "items" / "search").glob("*.part")), "ab") as handle:
+    part = next((tmp_path / "items" / "search").glob("*.part"))
+    with open(part, "ab") as handle:
         handle.write(b'{"spider": "sea')  # torn by a kill
     assert build_catalog(layout, config).closed_idle == 0  # within its hour: left open
     clock[0] += 3600
     with shard_held(tmp_path, "search-0of4"):
         held = build_catalog(layout, config)
     assert held.closed_idle == 0 and names(tmp_path)[0].endswith(".part")
+    os.utime(part, (clock[0] - 60, clock[0] - 60))  # written a minute ago: its shard may run
+    assert build_catalog(layout, config).closed_idle == 0
+    os.utime(part, (clock[0] - 3600, clock[0] - 3600))  # an hour without a write
     free = build_catalog(layout, config)
     assert (free.closed_idle, free.files, free.lines) == (1, 1, 0)  # its line loaded before
     assert names(tmp_path) == ["search-0of4-20270115T080000Z.jsonl"]
