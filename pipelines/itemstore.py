@@ -31,8 +31,7 @@ from pipelines.segments import (
     PART_SUFFIX,
     SegmentPolicy,
     close_segment,
-    cut_torn_tail,
-    drop_if_closed,
+    recover_part,
     remove_stale_compression,
     remove_stale_compressions,
     stamp_now,
@@ -80,7 +79,7 @@ class JsonLinesItemStore:
         now = time.time()
         current: Path | None = None
         for part in parts:
-            kept = self._recover(part)
+            kept = recover_part(part)
             if kept is None:
                 continue
             if current is not None:  # two open segments: only a kill between rounds makes one
@@ -98,25 +97,6 @@ class JsonLinesItemStore:
         # O_APPEND: every line lands at the end whatever else happened to the file.
         self.file = open(current, "ab", buffering=0)  # noqa: SIM115 - the whole round
         self.good_size = os.fstat(self.file.fileno()).st_size
-
-    def _recover(self, part: Path) -> int | None:
-        """The whole-line size of an open segment found at start; None if it is gone."""
-        if drop_if_closed(part):
-            return None
-        cut = cut_torn_tail(part)
-        if cut is None:  # not a file this store may touch; left as it is
-            return None
-        kept, torn = cut
-        if not kept:
-            part.unlink()
-            if torn:
-                logger.warning("removed %s: a killed round left no whole line in it",
-                               part.name)
-            return None
-        if torn:
-            logger.warning("recovered %s: kept its %d bytes of whole lines, cut %d torn bytes "
-                           "(a killed round)", part.name, kept, torn)
-        return kept
 
     def _close(self, part: Path) -> Path:
         final = close_segment(part, self.policy.compress)

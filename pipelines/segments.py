@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scraper.config.settingrules import COMPRESSIONS
+from scraper.utils.itemsizes import closing
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,12 @@ class SegmentPolicy:
         return int(now // self.seconds) != int(opened // self.seconds)
 
 
+def shard_slug(part: Path) -> str | None:
+    """``docs-0of4`` for ``docs-0of4-20261207T200000Z.jsonl.part``; None for another name."""
+    match = _STAMP_RE.search(part.name)
+    return part.name[:match.start()] if match else None
+
+
 def stamp_now(now: float) -> str:
     return time.strftime(STAMP_FORMAT, time.gmtime(now))
 
@@ -84,9 +91,10 @@ def closed_name(part: Path, compress: str) -> Path:
 def close_segment(part: Path, compress: str) -> Path:
     """Make the whole-line ``.part`` at ``part`` visible as a closed segment.
 
-    Compressed: the ``.gz`` is written beside it, synced, renamed into place, and only then the
-    ``.part`` removed; a kill in between leaves either the ``.part`` alone (compressed again at
-    the next start) or both, and then :func:`drop_if_closed` removes the ``.part``.
+    Its size is counted as it closes (:mod:`scraper.utils.itemsizes`). Compressed: the ``.gz``
+    is written beside it, synced, renamed into place, and only then the ``.part`` removed; a
+    kill in between leaves either the ``.part`` alone (compressed again at the next start) or
+    both, and then :func:`drop_if_closed` removes the ``.part``.
     """
     final = closed_name(part, compress)
     if compress == "gzip":
@@ -96,10 +104,14 @@ def close_segment(part: Path, compress: str) -> Path:
                 shutil.copyfileobj(source, target, 1024 * 1024)
             raw.flush()
             os.fsync(raw.fileno())
-        os.replace(temporary, final)
-        part.unlink()
+        with closing(part.parent) as counted:
+            os.replace(temporary, final)
+            part.unlink()
+            counted(final)
     else:
-        os.replace(part, final)
+        with closing(part.parent) as counted:
+            os.replace(part, final)
+            counted(final)
     return final
 
 
@@ -111,6 +123,26 @@ def drop_if_closed(part: Path) -> bool:
     return False
 
 
+def recover_part(part: Path) -> int | None:
+    """The whole-line size of an open segment found by a process holding its shard, its torn
+    tail cut; None if it is gone (closed already, or no whole line in it: removed)."""
+    if drop_if_closed(part):
+        return None
+    cut = cut_torn_tail(part)
+    if cut is None:  # not a file this store may touch; left as it is
+        return None
+    kept, torn = cut
+    if not kept:
+        part.unlink()
+        if torn:
+            logger.warning("removed %s: a killed round left no whole line in it", part.name)
+        return None
+    if torn:
+        logger.warning("recovered %s: kept its %d bytes of whole lines, cut %d torn bytes "
+                       "(a killed round)", part.name, kept, torn)
+    return kept
+
+
 def remove_stale_compression(part: Path) -> None:
     """The ``.jsonl.gz.tmp`` a kill mid-compression of ``part`` left, if any."""
     gz = closed_name(part, "gzip")
@@ -120,6 +152,20 @@ def remove_stale_compression(part: Path) -> None:
 def remove_stale_compressions(directory: Path, prefix: str) -> None:
     for stale in directory.glob(f"{prefix}-*.jsonl{GZIP_SUFFIX}{COMPRESSING_SUFFIX}"):
         stale.unlink(missing_ok=True)
+
+
+def whole_lines_end(fd: int, size: int | None = None) -> int:
+    """The byte after the last newline of the file open as ``fd`` (of ``size`` bytes, else its
+    size now): where its whole lines end. Reads only its tail, a :data:`TAIL_BLOCK` at a time."""
+    keep = os.fstat(fd).st_size if size is None else size
+    while keep > 0:
+        start = max(0, keep - TAIL_BLOCK)
+        block = os.pread(fd, keep - start, start)
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        keep = start
+    return 0
 
 
 def cut_torn_tail(part: Path) -> tuple[int, int] | None:
@@ -142,15 +188,8 @@ def cut_torn_tail(part: Path) -> tuple[int, int] | None:
         if not stat.S_ISREG(info.st_mode):
             logger.error("not recovering %s: not a regular file; left as it is", part)
             return None
-        size = keep = info.st_size
-        while keep > 0:
-            start = max(0, keep - TAIL_BLOCK)
-            block = os.pread(fd, keep - start, start)
-            newline = block.rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            keep = start
+        size = info.st_size
+        keep = whole_lines_end(fd, size)
         if keep != size:
             os.ftruncate(fd, keep)
             os.fsync(fd)

@@ -1,9 +1,15 @@
-"""``python -m runner catalog``: load closed item files into ``{data_dir}/catalog.sqlite``.
+"""``python -m runner catalog``: load item files into ``{data_dir}/catalog.sqlite``.
 
 * **Incremental**: only files not yet in ``loaded_files`` are read; a re-run adds nothing.
-* **Safe beside the collector**: only closed ``.jsonl``/``.jsonl.gz`` files are read (never an
-  open segment's ``.part``);
-  a closed file is never written again.
+* **Fresh**: open segments (``.part``) are loaded too, their whole lines only: ``loaded_files``
+  keeps, under the ``.part`` name, the byte after the last line loaded, in the transaction that
+  loads them; the next build reads on from there, and once the segment is closed (``.jsonl``,
+  or ``.jsonl.gz``: the same lines) only what follows it. Each line is loaded once.
+* **Safe beside the collector**: an open segment is read only to its last newline (a line a
+  round is writing, a torn tail a kill left, is never read); a closed file is never written
+  again. An open segment whose shard no process holds (its worker lock free), past its hour
+  and unwritten for a whole hour, is closed first (:mod:`pipelines.idlesegments`), as that
+  shard's next round would.
 * **Crash-safe**: each file, or group of small files (:data:`GROUP_BYTES`; in a bulk build,
   about a :data:`BULK_COMMITS`-th of them), is one transaction that also records the files as
   loaded, so a kill mid-build leaves the catalog as it was after
@@ -32,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipelines.idlesegments import close_if_idle, segment_policy
+from pipelines.segments import PART_SUFFIX
 from runner.catalog import trendingsnapshots as trending
 from runner.catalog.ledgerload import load_ledger
 from runner.catalog.records import (
@@ -55,6 +63,7 @@ from runner.core.usage import PROG as RUNNER
 from scraper.config.collector import CollectorConfig
 from scraper.settings import CATALOG_MAX_LINE_BYTES, CATALOG_MAX_LINE_VALUES
 from scraper.utils.bounds import json_value_bound
+from scraper.utils.itemsizes import forget, forget_all
 from scraper.utils.layout import DataLayout
 from scraper.utils.pidlock import exclusive_or_skip
 from scraper.utils.quarantine import set_aside
@@ -64,7 +73,9 @@ PROG = f"{RUNNER} catalog"
 CHUNK = 2000
 """Rows buffered before they go to SQLite: bounds memory, keeps executemany efficient."""
 CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
-"""Closed item files (segments, or a round's file in older data dirs); never ``.part``."""
+"""Closed item files (segments, or a round's file in older data dirs)."""
+OPEN_SUFFIX = ".jsonl" + PART_SUFFIX
+"""An open segment: loaded to its last whole line."""
 GROUP_BYTES = 4 * 1024 * 1024
 """Item files loaded in one transaction, up to this many bytes: a first build of thousands of
 hourly segments pays the merges and the commit once per group, not once per file. A kill loses
@@ -143,16 +154,21 @@ class BuildResult:
     busy: bool = False  # another build held the lock: this one did nothing
     removed: int = 0  # compressed segments removed (items_keep_days)
     quarantined: int = 0  # unreadable files set aside
+    open_lines: int = 0  # of the lines, those read from open segments
+    closed_idle: int = 0  # open segments of shards no process holds, closed by this build
 
     def describe(self, path: Path) -> str:
         if self.busy:
             return f"catalog: another build is running on {path}; nothing done"
-        bad = f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
+        notes = f" ({self.open_lines:,} from open segments)" if self.open_lines else ""
+        if self.closed_idle:
+            notes += f", {self.closed_idle:,} idle open segments closed"
+        notes += f", {self.bad_lines:,} bad lines skipped" if self.bad_lines else ""
         if self.quarantined:
-            bad += f", {self.quarantined:,} unreadable files set aside in quarantine/"
+            notes += f", {self.quarantined:,} unreadable files set aside in quarantine/"
         if self.removed:
-            bad += f", {self.removed:,} old compressed segments removed"
-        return (f"catalog: {self.files:,} new files, {self.lines:,} lines{bad} in "
+            notes += f", {self.removed:,} old compressed segments removed"
+        return (f"catalog: {self.files:,} new files, {self.lines:,} lines{notes} in "
                 f"{self.seconds:.1f} s -> {path}")
 
 
@@ -162,7 +178,7 @@ def _stderr(line: str) -> None:
 
 def build_catalog(layout: DataLayout, config: CollectorConfig | None = None, *,
                   warn: Warn = _stderr) -> BuildResult:
-    """Load every closed item file not loaded yet; then take samples and write the feeds."""
+    """Load every item line not loaded yet; then take samples and write the feeds."""
     started = time.monotonic()
     result = BuildResult()
     with exclusive_or_skip(layout.catalog_lock) as mine:
@@ -198,15 +214,19 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
         for statement in TEMP_DDL:
             conn.execute(statement)
         files = new_files(conn, layout)
+        if config is not None:
+            files = _close_idle(layout, config, files, result)
+        files = [item for item in files if grown(item)]
         deferred = len(files) > DEFER_INDEX_FILES
         if deferred:
             for name in DEFERRED_INDEXES:
                 conn.execute(f"DROP INDEX IF EXISTS {name}")
         for group in groups(files, commit_bytes(files) if deferred else GROUP_BYTES):
             loaded, lines, bad = load_group(conn, layout, group, warn)
-            result.files += len(loaded)
-            result.quarantined += len(group) - len(loaded)
+            result.files += sum(not item.open for item in loaded)
+            result.quarantined += sum(not item.open and item not in loaded for item in group)
             result.lines += lines
+            result.open_lines += sum(item.read.lines for item in loaded if item.open)
             result.bad_lines += bad
         if deferred:
             for name in DEFERRED_INDEXES:
@@ -234,33 +254,109 @@ def _build(layout: DataLayout, config: CollectorConfig | None, warn: Warn,
     return result
 
 
-def new_files(conn: Any, layout: DataLayout) -> list[tuple[str, Path]]:
-    """Closed item files not loaded yet, as (path relative to items/, path), sorted.
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What the catalog holds of a segment loaded while open: its first ``end`` bytes, that is
+    ``lines`` whole lines, ``bad`` of them skipped."""
+    end: int = 0
+    lines: int = 0
+    bad: int = 0
+
+
+@dataclass(slots=True)
+class ItemFile:
+    """An item file to load: ``rel`` (relative to items/), at ``path``, after what ``before``
+    says was loaded of it while it was open."""
+    rel: str
+    path: Path
+    before: Loaded = Loaded()
+    read: Loaded = Loaded()  # what this build read of it (end: bytes, from before.end)
+
+    @property
+    def open(self) -> bool:
+        return self.rel.endswith(PART_SUFFIX)
+
+    @property
+    def open_rel(self) -> str:
+        """Its name in ``loaded_files`` while open."""
+        return self.rel if self.open else self.rel.removesuffix(".gz") + PART_SUFFIX
+
+
+def new_files(conn: Any, layout: DataLayout) -> list[ItemFile]:
+    """Item files that may have lines not loaded yet, sorted: closed ones not loaded, and every
+    open segment (each with what was loaded of it; :func:`grown` drops those with nothing new).
 
     One spider directory's loaded names are read in one query and held while it is listed
     (a few MB after a year of hourly segments); a query per file cost more than the build
     itself then (62,000 of them, 5 s).
     """
-    found: list[tuple[str, Path]] = []
+    found: list[ItemFile] = []
     root = layout.items_root
     if not root.is_dir():
         return found
     for spider_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         prefix = f"{spider_dir.name}/"
+        span = (prefix, prefix[:-1] + chr(ord("/") + 1))
         loaded = {path for path, in conn.execute(
-            "SELECT path FROM loaded_files WHERE path >= ? AND path < ?",
-            (prefix, prefix[:-1] + chr(ord("/") + 1)))}
+            "SELECT path FROM loaded_files WHERE path >= ? AND path < ?", span)}
+        opened = {path: Loaded(size, lines, bad) for path, size, lines, bad in conn.execute(
+            "SELECT path, size, lines, bad_lines FROM loaded_files WHERE path >= ? AND "
+            "path < ? AND path GLOB '*.part'", span)}
         with os.scandir(spider_dir) as entries:
-            for entry in entries:
-                if not entry.name.endswith(CLOSED_SUFFIXES) or not entry.is_file():
-                    continue
-                rel = prefix + entry.name
-                # A file gzipped after it was loaded (by the user, by hand) is the same file.
-                if rel not in loaded and rel.removesuffix(".gz") not in loaded:
-                    found.append((rel, Path(entry.path)))
-        del loaded
-    found.sort()
+            files = {entry.name: entry.path for entry in entries
+                     if entry.name.endswith((*CLOSED_SUFFIXES, OPEN_SUFFIX)) and entry.is_file()}
+        for name, path in files.items():
+            rel = prefix + name
+            if name.endswith(PART_SUFFIX):
+                closed = name.removesuffix(PART_SUFFIX)
+                if closed in files or closed + ".gz" in files:
+                    continue  # closed meanwhile (a kill before the .part's removal): read that
+                found.append(ItemFile(rel, Path(path), opened.get(rel, Loaded())))
+            # A file gzipped after it was loaded (by the user, by hand) is the same file.
+            elif rel not in loaded and rel.removesuffix(".gz") not in loaded:
+                item = ItemFile(rel, Path(path))
+                item.before = opened.get(item.open_rel, Loaded())
+                found.append(item)
+        del loaded, opened, files
+    found.sort(key=lambda item: item.rel)
     return found
+
+
+def grown(item: ItemFile) -> bool:
+    """A closed file, or an open segment longer than what was loaded of it."""
+    return not item.open or _size(item.path) > item.before.end
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:  # removed since it was listed: its load will say so
+        return 0
+
+
+def _close_idle(layout: DataLayout, config: CollectorConfig, files: list[ItemFile],
+                result: BuildResult) -> list[ItemFile]:
+    """``files`` with each open segment past its boundary whose shard no process holds closed
+    first (what its shard's next round would do; a shard that runs no more closes none)."""
+    now = time.time()
+    for item in files:
+        if not item.open:
+            continue
+        spider = item.rel.partition("/")[0]
+        try:
+            policy = segment_policy(config.spider(spider).settings)
+        except KeyError:  # a directory of no configured spider: the defaults
+            policy = segment_policy({})
+        try:
+            final = close_if_idle(layout, item.path, policy, due_only=True, now=now)
+        except OSError as exc:  # no room to compress it: it stays open, whole
+            _stderr(f"{item.path}: stays open ({exc.strerror})")
+            continue
+        if final is not None:
+            result.closed_idle += 1
+            item.rel = f"{spider}/{final.name}"
+            item.path = final
+    return files
 
 
 def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
@@ -271,7 +367,10 @@ def remove_loaded_segments(conn: Any, layout: DataLayout, keep_days: int,
     catalog has not read is never removed, and the catalog's own history never goes.
     """
     rows = conn.execute("SELECT path FROM loaded_files WHERE path LIKE '%.jsonl.gz'")
-    return remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
+    removed = remove_older((layout.items_root / rel for rel, in rows), keep_days, now)
+    if removed:
+        forget_all(layout)
+    return removed
 
 
 class _Buffers:
@@ -308,48 +407,47 @@ class _Buffers:
                 self.rows[key].clear()
 
 
-def commit_bytes(files: list[tuple[str, Path]]) -> int:
+def commit_bytes(files: list[ItemFile]) -> int:
     """Bytes of item files a bulk build loads in one transaction: :data:`BULK_COMMITS` of
     them in all, none under :data:`GROUP_BYTES`."""
-    total = 0
-    for _, path in files:
-        with contextlib.suppress(FileNotFoundError):
-            total += path.stat().st_size
+    total = sum(max(0, _size(item.path) - item.before.end) for item in files)
     return max(GROUP_BYTES, total // BULK_COMMITS + 1)
 
 
-def groups(files: list[tuple[str, Path]], limit: int) -> Iterator[list[tuple[str, Path]]]:
+def groups(files: list[ItemFile], limit: int) -> Iterator[list[ItemFile]]:
     """``files`` in runs of up to ``limit`` bytes (a larger file alone)."""
-    group: list[tuple[str, Path]] = []
+    group: list[ItemFile] = []
     size = 0
-    for rel, path in files:
-        try:
-            length = path.stat().st_size
-        except FileNotFoundError:  # removed since it was listed: its load will say so
-            length = 0
+    for item in files:
+        length = max(0, _size(item.path) - item.before.end)
         if group and size + length > limit:
             yield group
             group, size = [], 0
-        group.append((rel, path))
+        group.append(item)
         size += length
     if group:
         yield group
 
 
-def load_group(conn: Any, layout: DataLayout, files: list[tuple[str, Path]], warn: Warn
-               ) -> tuple[list[tuple[str, Path]], int, int]:
+def load_group(conn: Any, layout: DataLayout, files: list[ItemFile], warn: Warn
+               ) -> tuple[list[ItemFile], int, int]:
     """:func:`load_files`, again without each file that turns out unreadable (set aside, one
-    line); (the files loaded, lines, bad lines). What the group's files said is said once, for
-    the load that committed."""
+    line; an open segment is left where it is, its writer still holds it, and is set aside
+    once closed); (the files loaded, lines, bad lines). What the group's files said is said
+    once, for the load that committed."""
     pending = list(files)
     while pending:
         said: list[str] = []
         try:
             lines, bad = load_files(conn, pending, said.append)
         except UnreadableSegment as exc:
-            rel = next(rel for rel, path in pending if path == exc.path)
-            pending = [(r, p) for r, p in pending if r != rel]
-            aside = set_aside(layout, exc.path, layout.quarantined_item_file(rel), exc.why)
+            item = next(item for item in pending if item.path == exc.path)
+            pending = [other for other in pending if other is not item]
+            if item.open:
+                warn(f"{exc.path}: {exc.why}; not loaded while open (set aside once closed)")
+                continue
+            aside = set_aside(layout, exc.path, layout.quarantined_item_file(item.rel), exc.why)
+            forget(layout, item.rel.partition("/")[0])
             warn(f"{exc.path}: {exc.why}; set aside as {aside}, the other files load")
             continue
         for line in said:
@@ -358,11 +456,13 @@ def load_group(conn: Any, layout: DataLayout, files: list[tuple[str, Path]], war
     return [], 0, 0
 
 
-def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[int, int]:
-    """Files in one transaction, each recorded as loaded in the same one; (lines, bad) in all.
+def load_files(conn: Any, files: list[ItemFile], warn: Warn) -> tuple[int, int]:
+    """Files in one transaction, each recorded as loaded in the same one; (lines, bad) read.
 
-    The merges are order-independent, so a group gives the tables its files give one by one;
-    it only pays the merges and the commit once for all of them. An unreadable file raises
+    An open segment is recorded under its ``.part`` name with the byte after its last line
+    loaded; once closed, its record becomes the closed file's. The merges are
+    order-independent, so a group gives the tables its files give one by one; it only pays
+    the merges and the commit once for all of them. An unreadable file raises
     :class:`UnreadableSegment` after the rollback: nothing of the group is loaded.
     """
     buffers = _Buffers(conn)
@@ -371,11 +471,19 @@ def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[in
     unmerged = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for rel, path in files:
-            size = path.stat().st_size
-            lines, bad = _read_file(path, buffers, per_hour, warn)
-            loaded.append((rel, size, lines, bad, utc_stamp()))
-            unmerged += size
+        for item in files:
+            size = item.path.stat().st_size
+            item.read = _read_file(item, buffers, per_hour, warn)
+            end = item.before.end + item.read.end
+            lines = item.before.lines + item.read.lines
+            bad = item.before.bad + item.read.bad
+            if item.open:
+                loaded.append((item.rel, end, lines, bad, utc_stamp()))
+            else:
+                loaded.append((item.rel, size, lines, bad, utc_stamp()))
+                if item.before.end:
+                    conn.execute("DELETE FROM loaded_files WHERE path = ?", (item.open_rel,))
+            unmerged += item.read.end
             if unmerged >= GROUP_BYTES:  # the temporary tables stay small in a long one
                 _merge(conn, buffers)
                 unmerged = 0
@@ -384,7 +492,7 @@ def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[in
             "INSERT INTO items_per_hour VALUES (?, ?, ?, ?) ON CONFLICT (spider, hour) "
             "DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes",
             [(spider, hour, n, b) for (spider, hour), (n, b) in per_hour.items()])
-        conn.executemany("INSERT INTO loaded_files VALUES (?, ?, ?, ?, ?)", loaded)
+        conn.executemany("INSERT OR REPLACE INTO loaded_files VALUES (?, ?, ?, ?, ?)", loaded)
         conn.execute("COMMIT")
     except BaseException:
         # On a full disk or a damaged file the rollback may fail too (SQLite has rolled back
@@ -392,7 +500,7 @@ def load_files(conn: Any, files: list[tuple[str, Path]], warn: Warn) -> tuple[in
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
-    return sum(row[2] for row in loaded), sum(row[3] for row in loaded)
+    return sum(item.read.lines for item in files), sum(item.read.bad for item in files)
 
 
 def _merge(conn: Any, buffers: _Buffers) -> None:
@@ -401,12 +509,16 @@ def _merge(conn: Any, buffers: _Buffers) -> None:
         conn.execute(statement)
 
 
-def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], list[int]],
-               warn: Warn) -> tuple[int, int]:
-    """One file's lines into the buffers and the hourly counts; (lines, bad)."""
-    lines = bad = 0
-    for line in segment_lines(path):
+def _read_file(item: ItemFile, buffers: _Buffers, per_hour: dict[tuple[str, str], list[int]],
+               warn: Warn) -> Loaded:
+    """One file's lines (after those loaded before) into the buffers and the hourly counts;
+    what was read: bytes, lines, bad lines."""
+    path = item.path
+    size = lines = bad = 0
+    for line in segment_lines(path, start=item.before.end, number=item.before.lines,
+                              whole=item.open):
         lines += 1
+        size += line.size
         try:
             record = _record(line)
             if is_page_snapshot(record):
@@ -431,7 +543,7 @@ def _read_file(path: Path, buffers: _Buffers, per_hour: dict[tuple[str, str], li
                 warn(f"{path}:{line.number}: {reason}; line skipped")
     if bad > WARNINGS_PER_FILE:
         warn(f"{path}: {bad - WARNINGS_PER_FILE} more bad lines skipped")
-    return lines, bad
+    return Loaded(size, lines, bad)
 
 
 def _record(line: Line) -> dict[str, Any]:
@@ -473,8 +585,9 @@ def _take_samples(conn: Any, layout: DataLayout) -> None:
 
 def register(parser: argparse.ArgumentParser,
              add_config_option: Callable[[argparse.ArgumentParser], None]) -> None:
-    parser.description = ("Load the closed item files not loaded yet into "
-                          "{data_dir}/catalog.sqlite, and update the feeds.")
+    parser.description = ("Load the item lines not loaded yet (closed files, and the whole "
+                          "lines of open segments) into {data_dir}/catalog.sqlite, and update "
+                          "the feeds.")
     add_config_option(parser)
     parser.add_argument("--take-over", action="store_true",
                         help="distributed mode: build the cluster's dataset on this box from "

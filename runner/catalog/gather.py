@@ -45,6 +45,7 @@ from scraper.config.collector import CollectorConfig
 from scraper.redis.defaults import SOCKET_TIMEOUT
 from scraper.redis.keys import Keys
 from scraper.settings import REDIS_KEY_PREFIX
+from scraper.utils.itemsizes import forget, forget_all
 from scraper.utils.layout import DataLayout
 from scraper.utils.pidlock import exclusive_or_skip
 from scraper.utils.statefile import private_dirs, read_json, write_json_atomic
@@ -144,6 +145,7 @@ def drain(client: Any, keys: Keys, layout: DataLayout, box: Box,
                 result.skipped += 1
             else:
                 result.bytes += receive(client, seg, declared, target)
+                forget(layout, match["spider"])  # a closed file it did not count
                 result.received += 1
                 result.boxes.add(match["origin"])
         except EntryGone:  # drained by another, or lost by Redis: its box ships it again
@@ -259,8 +261,11 @@ def remove_confirmed_segments(layout: DataLayout, keep_days: int,
     spiders = (listing.name.removesuffix(".confirmed")
                for listing in sorted(layout.shipped_dir.glob("*.confirmed")))
     ledgers = (Ledger(layout, spider) for spider in spiders)
-    return remove_older((layout.items_dir(ledger.spider) / f"{name}.gz" for ledger in ledgers
-                         for name in ledger.confirmed() - ledger.quarantined()), keep_days, now)
+    removed = remove_older((layout.items_dir(ledger.spider) / f"{name}.gz" for ledger in ledgers
+                            for name in ledger.confirmed() - ledger.quarantined()), keep_days, now)
+    if removed:
+        forget_all(layout)
+    return removed
 
 
 def known_elsewhere(layout: DataLayout) -> str | None:

@@ -245,8 +245,10 @@ TABLES: tuple[Table, ...] = (
         ("at", "TEXT NOT NULL", "when the outcome was recorded (the round's start if silent)"),
     ), key=("spider", "shard", "round", "key")),
     Table("loaded_files", "Item files already in the catalog", (
-        ("path", "TEXT NOT NULL", "relative to data_dir/items"),
-        ("size", "INTEGER NOT NULL", "bytes when loaded"),
+        ("path", "TEXT NOT NULL", "relative to data_dir/items (an open segment: its .part "
+                                  "name, until it closes)"),
+        ("size", "INTEGER NOT NULL", "bytes when loaded (an open segment: the byte after its "
+                                     "last line loaded)"),
         ("lines", "INTEGER NOT NULL", "lines read"),
         ("bad_lines", "INTEGER NOT NULL", "lines skipped (reported when loaded)"),
         ("loaded_at", "TEXT NOT NULL", "when this build loaded it"),

@@ -1,4 +1,4 @@
-"""Reading a closed item segment in bounded memory, and telling a damaged one from a bad line.
+"""Reading an item segment in bounded memory, and telling a damaged one from a bad line.
 
 * **Bounded**: a line longer than ``CATALOG_MAX_LINE_BYTES`` is never held whole; it is read
   past in blocks and given without its text, so the build names it and skips it. A segment of
@@ -8,6 +8,9 @@
   record) - raises :class:`UnreadableSegment` saying why, for the caller to set it aside
   (:mod:`scraper.utils.quarantine`) and go on with the others. An error of the disk itself
   (``EIO``, a file gone) is an ``OSError`` as before: the next build tries it again.
+* **Open segments**: a ``.part`` is read from where the last build stopped to its last newline
+  as this read starts, never past it: a line a round is still writing, or a torn tail a kill
+  left (cut at the shard's next start), is never read.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ import gzip
 import io
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.segments import whole_lines_end
 from scraper.settings import CATALOG_MAX_LINE_BYTES
 
 BLOCK = 1024 * 1024
@@ -45,11 +50,21 @@ class Line:
     text: str | None  # None: longer than the limit, skipped unread
 
 
-def segment_lines(path: Path, max_line: int = CATALOG_MAX_LINE_BYTES) -> Iterator[Line]:
+def segment_lines(path: Path, max_line: int = CATALOG_MAX_LINE_BYTES, *,
+                  start: int = 0, number: int = 0, whole: bool = False) -> Iterator[Line]:
     """The lines of a ``.jsonl`` or ``.jsonl.gz`` segment, each UTF-8 text or, longer than
-    ``max_line`` bytes, none; :class:`UnreadableSegment` when the file is damaged."""
-    with _opened(path, path.name.endswith(".gz")) as handle:
-        number = 0
+    ``max_line`` bytes, none; :class:`UnreadableSegment` when the file is damaged.
+
+    ``start``: the (uncompressed) byte after the lines already read, ``number`` of them.
+    ``whole``: an open segment, read only to its last newline now.
+    """
+    with _opened(path, path.name.endswith(".gz")) as opened:
+        handle: Handle | _Bounded = opened
+        if start:
+            with _damage_said(path):
+                opened.seek(start)
+        if whole:
+            handle = _Bounded(opened, whole_lines_end(opened.fileno()) - start)
         while True:
             raw = _read(path, handle.readline, max_line + 1)
             if not raw:
@@ -64,6 +79,19 @@ def segment_lines(path: Path, max_line: int = CATALOG_MAX_LINE_BYTES) -> Iterato
                 raise UnreadableSegment(path, f"not UTF-8: byte {exc.start} of line {number} "
                                         f"is {raw[exc.start]:#04x}") from None
             yield Line(number, len(raw), text)
+
+
+class _Bounded:
+    """A handle that reads no more than ``left`` bytes (an open segment's whole lines)."""
+
+    def __init__(self, handle: Handle, left: int) -> None:
+        self.handle = handle
+        self.left = max(0, left)
+
+    def readline(self, size: int) -> bytes:
+        data = self.handle.readline(min(size, self.left)) if self.left else b""
+        self.left -= len(data)
+        return data
 
 
 def check_segment(path: Path, gzipped: bool) -> None:
@@ -94,15 +122,20 @@ def _opened(path: Path, gzipped: bool) -> Handle:
 
 def _read(path: Path, read: Callable[[int], bytes], size: int) -> bytes:
     """``read(size)``, a damaged gzip stream said in words."""
+    with _damage_said(path):
+        return read(size)
+
+
+@contextmanager
+def _damage_said(path: Path) -> Iterator[None]:
     try:
-        data = read(size)
+        yield
     except gzip.BadGzipFile as exc:
         raise UnreadableSegment(path, _gzip_trouble(str(exc))) from None
     except EOFError:
         raise UnreadableSegment(path, "truncated: its gzip stream ends before its end") from None
     except zlib.error as exc:
         raise UnreadableSegment(path, f"damaged gzip data ({exc})") from None
-    return data
 
 
 def _gzip_trouble(message: str) -> str:
@@ -113,7 +146,7 @@ def _gzip_trouble(message: str) -> str:
     return f"damaged gzip stream ({message})"
 
 
-def _skip_rest(path: Path, handle: Handle) -> int:
+def _skip_rest(path: Path, handle: Handle | _Bounded) -> int:
     """Read past the rest of a line, a block at a time; the bytes skipped."""
     skipped = 0
     while True:

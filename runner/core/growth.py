@@ -1,10 +1,11 @@
 """How fast ``data_dir`` grows and how many days its disk has left.
 
 The runner samples the data dir's size at most every :data:`SAMPLE_EVERY` seconds into
-``state/growth.json`` (a walk of the data dir: segments keep it to a few files an hour); growth
+``state/growth.json`` (closed segments from their sizes kept as they close, no walk of
+``items/``: :mod:`scraper.utils.itemsizes`; counted again once a day); growth
 per day is the slope from the oldest sample of the last :data:`WINDOW` to now, so one burst
 (a first docs crawl) fades out of it within a week. ``status``, the watchdog and the metrics
-read it; none of them walks the data dir more than ``status`` always did.
+read it; none of them walks ``items/``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scraper.utils.diskspace import data_size
+from runner.core import datasize
+from scraper.utils.itemsizes import RECOUNT_EVERY
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import read_json, write_json_atomic
 
@@ -61,7 +63,7 @@ def record_sample(layout: DataLayout, now: float | None = None) -> bool:
     if samples and 0 <= now - samples[-1][0] < SAMPLE_EVERY:
         return False
     samples = [s for s in samples if now - WINDOW <= s[0] <= now]
-    samples.append((now, data_size(layout.root)))
+    samples.append((now, datasize.data_bytes(layout, recount_after=RECOUNT_EVERY)))
     write_json_atomic(growth_file(layout), {"samples": [list(s) for s in samples]})
     return True
 
@@ -76,7 +78,7 @@ def free_space(path: Path) -> int | None:
 def outlook(layout: DataLayout, data_bytes: int | None = None,
             now: float | None = None) -> DiskOutlook:
     now = time.time() if now is None else now
-    size = data_size(layout.root) if data_bytes is None else data_bytes
+    size = datasize.data_bytes(layout) if data_bytes is None else data_bytes
     window = [s for s in read_samples(layout) if now - WINDOW <= s[0] <= now]
     per_day = None
     if window and now - window[0][0] >= MIN_SPAN:

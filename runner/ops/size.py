@@ -68,9 +68,9 @@ def cmd_size(args: argparse.Namespace, config: CollectorConfig) -> int:
 
 def check_milestone(root: Path, mark_file: Path, step: int, target: int | None) -> str | None:
     """The line to print when ``root`` has crossed a new multiple of ``step``; updates the mark."""
-    from scraper.utils.diskspace import data_size  # the same measure as `status` (disk blocks)
+    from runner.core.datasize import data_bytes  # the same measure as `status` (disk blocks)
 
-    size = data_size(root)
+    size = data_bytes(DataLayout(root))
     mark = read_mark(mark_file)
     reached = size // step * step
     if reached > mark:

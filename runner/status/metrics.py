@@ -169,9 +169,9 @@ def write_textfile(directory: Path, text: str, group: int | None = None) -> Path
 
 
 class MetricsWriter:
-    """The runner's part, at every status write: the size sample (a walk, at most every ten
-    minutes) and the textfile, from files only (no Redis round trip, no walk). A directory it
-    cannot write is said once, not every two seconds."""
+    """The runner's part, at every status write: the size sample (at most every ten minutes,
+    no walk of items/) and the textfile, from files only (no Redis round trip, no walk). A
+    directory it cannot write is said once, not every two seconds."""
 
     def __init__(self, layout: DataLayout, config: CollectorConfig) -> None:
         self.layout, self.config = layout, config

@@ -7,6 +7,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from runner.core import datasize
 from runner.core.budgetview import budget_rows, render_budget
 from runner.core.growth import outlook
 from runner.core.health import ShardHealth, shard_health
@@ -25,7 +26,6 @@ from runner.core.runnerstate import (
 from scraper.budget.limits import ANONYMOUS, identity_for_token, identity_label
 from scraper.config.collector import CollectorConfig
 from scraper.slicing.searchround import incomplete_note
-from scraper.utils.diskspace import data_size
 from scraper.utils.layout import DataLayout
 from scraper.utils.quarantine import count_quarantined
 from scraper.utils.statefile import WorkerRecord, read_worker
@@ -98,7 +98,7 @@ def collect_status(layout: DataLayout, redis_url: str | None = None,
                                   slot.state in ENDED for slot in status.workers))
     up = sum(1 for w in workers if w["state"] in UP)
     if data_bytes is None:
-        data_bytes = data_size(layout.root) if layout.root.exists() else 0
+        data_bytes = datasize.data_bytes(layout)  # no walk of items/
     disk = outlook(layout, data_bytes)
     others = other_shards(layout, {w["slug"] for w in workers})
     totals = {

@@ -50,7 +50,7 @@ from runner.supervision.statuswriter import StatusWriter
 from runner.supervision.worker import run_worker
 from scraper.addon import use_config
 from scraper.budget.limits import identity_for_token, identity_label
-from scraper.config.collector import CollectorConfig
+from scraper.config.collector import SPIDER_NAMES, CollectorConfig
 from scraper.utils.diskspace import DISK_FULL_EXIT
 from scraper.utils.layout import DataLayout
 from scraper.utils.logtail import last_failure
@@ -206,6 +206,7 @@ class Supervisor:
         self._write_resolved()
         self.disk.reserve.ensure()
         logger.info("%s", self.plan.describe())
+        self._close_idle_segments(frozenset(slot.slug for slot in self.plan.slots))
         while not self.stopping:
             self._reap()
             change = self.reloader.poll(self.config)
@@ -223,6 +224,7 @@ class Supervisor:
             self._sleep(self.table.next_due_in(time.monotonic(), TICK))
         if self.stopping:
             self._stop_workers()
+            self._close_idle_segments(frozenset())
         self.catalog.stop()
         self.status.write(force=True)
         if self.beacon:
@@ -370,6 +372,19 @@ class Supervisor:
                 else:
                     self.catalog.reaped(pid, status)
         self.table.stop_rest()
+
+    def _close_idle_segments(self, keep: frozenset[str]) -> None:
+        """Close the open segments of every shard not in ``keep`` that no process holds: a
+        shard of an earlier plan or a hand-run crawl leaves none open, and a stop leaves its
+        lines in closed files (a live crawl's segment is left alone)."""
+        # Imported when used: the preloaded parent (its interned-string table sized by the
+        # preload) stays as it was.
+        from pipelines.idlesegments import close_idle_segments
+
+        settings = {name: self.config.spider(name).settings for name in SPIDER_NAMES}
+        closed = close_idle_segments(self.layout, settings, keep=keep, now=time.time())
+        if closed:
+            logger.info("closed %s no process writes", counted(len(closed), "open segment"))
 
     def _signal_all(self, sig: int) -> None:
         for pid in list(self.table.by_pid):

@@ -240,15 +240,32 @@ def test_rerunning_catalog_adds_nothing(built: Collected) -> None:
 
 
 @pytest.mark.timeout(240)
-def test_a_part_file_is_never_loaded(built: Collected, tmp_path: Path) -> None:
+def test_an_open_segment_loads_to_its_last_newline_and_once_after_it_closes(
+        built: Collected, tmp_path: Path) -> None:
     clone = copy_items(built.collector, tmp_path / "clone")
-    first = sorted((clone.data_dir / "items" / "trending").glob("*.jsonl"))[0]
-    first.rename(first.with_name(first.name + ".part"))
-    catalog(clone)
+    first = sorted((clone.data_dir / "items" / "search").glob("*.jsonl"))[0]
+    part = first.with_name(first.name + ".part")
+    first.rename(part)
+    whole = part.stat().st_size
+    unfinished = json.loads(part.read_text().splitlines()[0]) | {"id": 10**12}
+    with open(part, "a") as handle:  # a line a round is writing: not a line yet
+        handle.write(json.dumps(unfinished))
+    lock = clone.data_dir / "state" / "locks" / f"{part.name.split('-2')[0]}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:  # its crawl is live: the segment is not closed under it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        loaded = catalog(clone).stdout
+    assert "from open segments)" in loaded and "idle" not in loaded
     conn = sqlite3.connect(clone.data_dir / "catalog.sqlite")
-    loaded = {row[0] for row in conn.execute("SELECT path FROM loaded_files")}
-    assert f"trending/{first.name}" not in loaded and f"trending/{first.name}.part" not in loaded
-    assert len(loaded) == len(list((built.collector.data_dir / "items").rglob("*.jsonl"))) - 1
+    assert conn.execute("SELECT size FROM loaded_files WHERE path = ?",
+                        (f"search/{part.name}",)).fetchone() == (whole,)
+    conn.close()
+    with open(part, "r+") as handle:
+        handle.truncate(whole)
+    part.rename(first)  # closed
+    assert "catalog: 1 new files, 0 lines" in catalog(clone).stdout
+    assert dump(clone.data_dir / "catalog.sqlite") == dump(built.collector.data_dir /
+                                                           "catalog.sqlite")
 
 
 BULK_CATALOG = ("import sys; from runner.catalog import build; build.DEFER_INDEX_FILES = 10; "

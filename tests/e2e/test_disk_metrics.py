@@ -10,6 +10,7 @@ from pathlib import Path
 from runner.core import growth
 from runner.ops.watchdog import _judge_disk
 from scraper.config.collector import CollectorConfig, HealthConfig
+from scraper.utils.diskspace import data_size
 from scraper.utils.layout import DataLayout
 from tests.support.collector import Collector
 
@@ -19,7 +20,7 @@ SAMPLE = re.compile(r'^hubcollect_[a-z_]+(\{([a-z]+="[^"]*",?)*\})? -?[0-9.e+]+$
 def grown(layout: DataLayout, per_day: int) -> None:
     """Samples saying the data dir grew ``per_day`` bytes a day for the last two days."""
     now = time.time()
-    size = growth.data_size(layout.root)
+    size = data_size(layout.root)
     samples = [[now - 2 * 86400, size - 2 * per_day], [now - 86400, size - per_day]]
     layout.state_dir.mkdir(parents=True, exist_ok=True)
     growth.growth_file(layout).write_text(json.dumps({"samples": samples}))

@@ -13,43 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
-import scrapy
-from scrapy.utils.test import get_crawler
 
 from pipelines import segments
-from pipelines.itemstore import JsonLinesItemStore
 from runner.catalog.build import build_catalog
 from runner.core import growth
 from runner.status.metrics import MetricsWriter
-from scraper import settings as project
 from scraper.config.collector import CollectorConfig
 from scraper.utils.layout import DataLayout
-from scraper.utils.sharding import Shard
+from tests.support.itemrounds import search_item, store_round
 from tests.support.paths import REPO_ROOT
-
-
-class Recorder(scrapy.Spider):
-    name = "search"
-    shard = Shard(0, 1)
-
-
-def store_round(data_dir: Path, items: list[dict], **settings: object) -> JsonLinesItemStore:
-    """One round of the real item store, in-process, as a worker's crawl runs it."""
-    defaults = {k: getattr(project, k) for k in dir(project) if k.startswith("ITEMSTORE_")}
-    crawler = get_crawler(Recorder, {**defaults, "COLLECTOR_DATA_DIR": str(data_dir), **settings})
-    crawler.spider = crawler._create_spider()
-    crawler.stats.open_spider()
-    store = JsonLinesItemStore.from_crawler(crawler)
-    store.open_spider()
-    for item in items:
-        store.process_item(item)
-    store.close_spider()
-    return store
-
-
-def search_item(n: int) -> dict:
-    return {"spider": "search", "id": n, "full_name": f"o/r{n}", "stargazers_count": n,
-            "collected_at": "2026-12-01T10:00:00Z"}
 
 
 def files(data_dir: Path) -> list[str]:
@@ -71,9 +43,9 @@ def test_rounds_append_to_one_segment_until_its_boundary(tmp_path: Path, monkeyp
                      "search-0of1-20270115T090000Z.jsonl.part"], names
     closed = (tmp_path / "items" / "search" / names[0]).read_text().splitlines()
     assert [json.loads(line)["id"] for line in closed] == list(range(60))
-    # The catalog loads the closed segment and never the open one.
+    # The catalog loads the closed segment, and the open one's whole lines.
     result = build_catalog(DataLayout(tmp_path))
-    assert (result.files, result.lines) == (1, 60)
+    assert (result.files, result.lines, result.open_lines) == (1, 61, 1)
 
 
 def test_size_boundary_and_gzip_readable_by_catalog_and_zcat(tmp_path: Path) -> None:
