@@ -136,6 +136,8 @@ def _normalise(text: str) -> str:
 
 
 def is_boilerplate(element: etree._Element) -> bool:
+    if not len(element.attrib):
+        return element.tag == "aside" and element.find(".//nav") is not None
     if classes(element) & BOILERPLATE_CLASSES:
         return True
     if element.tag == "aside" and element.find(".//nav") is not None:

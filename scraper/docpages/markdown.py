@@ -27,6 +27,7 @@ from scraper.docpages.visible import (
     CODE_DIV_CLASSES,
     CODE_LABEL_CLASSES,
     CODE_LINE_CLASS,
+    HIDDEN_BARE_TAGS,
     HIDDEN_LABEL,
     INVISIBLE,
     LANGUAGE_LABEL,
@@ -95,6 +96,11 @@ _HEADING_BLOCK = re.compile(r"^#{1,6} ")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
 
 Skip = Callable[[etree._Element], bool]
+# Classes that make an element in code something other than code (visible.not_code's): a
+# ``<span>`` in a code block with none of them and no style is a highlighter's token, written
+# as it is. Most of a page's elements are such tokens.
+_NOT_TOKEN_CLASSES = (LINE_NUMBER_CLASSES | CODE_LABEL_CLASSES | TWOSLASH_ANNOTATIONS
+                      | {HIDDEN_LABEL, "conum"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +259,7 @@ class Walker:
         self.in_heading = False  # headings hold inline markup only
         self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
         self.in_link = False  # a link inside a link is its text
+        self.token_classes: dict[str, bool] = {}  # a class attribute: a token's?
 
     @property
     def top(self) -> Frame:
@@ -272,6 +279,11 @@ class Walker:
                     skipped = None
                     continue
                 skipped = None
+            if element.tag == "span" and self.stack[-1].kind == "pre" and \
+                    self.is_token(element):
+                # What hidden, start and end would do with a token: take its text and tail.
+                self.add_text(element.text if event == "start" else element.tail)
+                continue
             if event == "start":
                 if self.hidden(element):
                     walker.skip_subtree()
@@ -287,13 +299,27 @@ class Walker:
         markdown = self.stack[0].take()
         return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
 
+    def is_token(self, element: etree._Element) -> bool:
+        """A code block's ``<span>`` that is only code (see ``hidden_in_code``)."""
+        if element.get("style") is not None:
+            return False
+        value = element.get("class")
+        if value is None:
+            return True
+        known = self.token_classes.get(value)
+        if known is None:
+            known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
+        return known
+
     def hidden(self, element: etree._Element) -> bool:
         tag = element.tag
         if not isinstance(tag, str):  # comments, processing instructions
             return True
         tag = tag.lower()
-        names = classes(element)
         top = self.top
+        if top.kind != "pre" and tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
+            return self.skip is not None and self.skip(element)
+        names = classes(element)
         if top.kind == "pre":
             return self.hidden_in_code(element, tag, names, top)
         if not_content(element, tag, names):

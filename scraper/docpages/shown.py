@@ -28,6 +28,7 @@ from scraper.docpages.tabs import is_tab_strip, is_theme_copy, tab_label
 from scraper.docpages.visible import (
     CODE_DIV_CLASSES,
     CODE_LINE_CLASS,
+    HIDDEN_BARE_TAGS,
     INVISIBLE,
     LINE_NUMBER_CLASSES,
     TITLE_LABEL,
@@ -110,6 +111,8 @@ class Reader:
         if not isinstance(tag, str):
             return True
         tag = tag.lower()
+        if tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
+            return self.skip is not None and self.skip(element)
         names = classes(element)
         return (not_content(element, tag, names) or is_tab_strip(element, names)
                 or is_theme_copy(element) or icon_title(element, names) is not None
