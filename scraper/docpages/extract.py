@@ -25,11 +25,6 @@ def _has_class(name: str) -> str:
     return f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
 
 
-def _has_token(name: str) -> str:
-    """``_has_class`` on the class attribute node itself."""
-    return f"contains(concat(' ', normalize-space(.), ' '), ' {name} ')"
-
-
 # The main content, most specific first: a generator's own content container, where it has one
 # that leaves its navigation out, then the generic landmarks.
 MAIN_XPATHS = (
@@ -76,13 +71,14 @@ BOILERPLATE_ROLES = frozenset({"navigation", "contentinfo", "banner", "search"})
 # Doxygen's project banner (logo, name, version, brief) above the page's own title, in the
 # <body> a page without the tree view is read from.
 BOILERPLATE_IDS = frozenset({"titlearea"})
-# Generators' own "Last updated" lines, when the server sends no Last-Modified.
-_LAST_UPDATED_XPATHS = (
-    f"//@class[{_has_token('theme-last-updated')}]/..//time/@datetime",  # Docusaurus
-    f"//@class[{_has_token('last-updated')}]/..//time/@datetime",  # VitePress
-    "//span[contains(@class, 'git-revision-date-localized-plugin')]/text()",  # MkDocs
-    f"//@class[{_has_token('lastupdated')}]/..//text()",  # Sphinx html_last_updated_fmt (RTD)
-    f"//@class[{_has_token('last-updated')}]/..//text()",  # Furo, pydata, others
+# Generators' own "Last updated" lines, when the server sends no Last-Modified: (the element,
+# by its class, what under it says the date), first rule first.
+_LAST_UPDATED_RULES = (
+    (f"*[{_has_class('theme-last-updated')}]", "//time/@datetime"),  # Docusaurus
+    (f"*[{_has_class('last-updated')}]", "//time/@datetime"),  # VitePress
+    ("span[contains(@class, 'git-revision-date-localized-plugin')]", "/text()"),  # MkDocs
+    (f"*[{_has_class('lastupdated')}]", "//text()"),  # Sphinx html_last_updated_fmt (RTD)
+    (f"*[{_has_class('last-updated')}]", "//text()"),  # Furo, pydata, others
 )
 # Compiled once: a page is a few ms of work, and XPath parsing was a tenth of it. Each asks
 # for the first match in document order the way libxml2 stops at (``/descendant::x[p][1]``;
@@ -91,9 +87,13 @@ _LAST_UPDATED_XPATHS = (
 # (benchmarks/pagecost.py).
 _MAIN = tuple(etree.XPath(f"/descendant::{xpath.removeprefix('//')}[1]")
               for xpath in MAIN_XPATHS)
-_LAST_UPDATED = tuple(etree.XPath(xpath) for xpath in _LAST_UPDATED_XPATHS)
-_LAST_UPDATED_ANY = etree.XPath(
-    "boolean(//@class[contains(., 'last') or contains(., 'git-revision')])")
+# Every element any rule may name, in one walk over the class attributes.
+_LAST_UPDATED_CANDIDATES = etree.XPath(
+    "//@class[contains(., 'last') or contains(., 'git-revision')]/..")
+# Per rule: does it name an element, what it reads under one, and the rule over the whole page.
+_LAST_UPDATED = tuple((etree.XPath(f"boolean(self::{named})"), etree.XPath(f".{under}"),
+                       etree.XPath(f"//{named}{under}"))
+                      for named, under in _LAST_UPDATED_RULES)
 _BASE = etree.XPath("string(/descendant::base[@href][1]/@href)")
 _CANONICAL = etree.XPath("string(/descendant::link[contains(concat(' ', normalize-space(@rel), "
                          "' '), ' canonical ')][@href][1]/@href)")
@@ -215,10 +215,11 @@ def last_modified(selector: Selector, header: str | None) -> str | None:
             return iso_utc(parsedate_to_datetime(header))
         except (TypeError, ValueError, IndexError):
             pass
-    if not _LAST_UPDATED_ANY(selector.root):
+    candidates = _LAST_UPDATED_CANDIDATES(selector.root)
+    if not candidates:
         return None
-    for xpath in _LAST_UPDATED:
-        value = _normalise(" ".join(xpath(selector.root)))
+    for rule in _LAST_UPDATED:
+        value = _normalise(" ".join(_read_rule(selector.root, candidates, *rule)))
         if not value:
             continue
         try:
@@ -226,6 +227,19 @@ def last_modified(selector: Selector, header: str | None) -> str | None:
         except ValueError:
             return shown_date(_LAST_UPDATED_PREFIX.sub("", value).rstrip(". ")) or None
     return None
+
+
+def _read_rule(root: etree._Element, candidates: list[etree._Element], named: etree.XPath,
+               under: etree.XPath, whole: etree.XPath) -> list[str]:
+    """What a "Last updated" rule reads: under each candidate it names, in document order; the
+    rule over the whole page when one it names holds another (the union keeps document order
+    and each node once)."""
+    chosen = [element for element in candidates if named(element)]
+    if len(chosen) > 1:
+        taken = set(chosen)
+        if any(a in taken for element in chosen for a in element.iterancestors()):
+            return list(whole(root))
+    return [found for element in chosen for found in under(element)]
 
 
 def shown_date(value: str) -> str:
