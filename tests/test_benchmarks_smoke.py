@@ -235,3 +235,23 @@ def test_archive_measures_both_forms_on_every_phase(tmp_path: Path) -> None:
     assert data["floor_bytes"]["repositories"] > data["floor_bytes"]["developers"] > 0
     assert set(data["targets"]) == {"distinct_bytes", "unchanged_bytes", "cpu_ms"}
     assert "floor (random bytes drawn per fetch)" in result.stdout
+
+
+@pytest.mark.timeout(150)
+def test_pagecost_tiny_measures_both_spiders_against_plain_scrapy(tmp_path: Path) -> None:
+    """Every docs page (every generator's) is parsed into one item by both docs contenders, the
+    trending contenders write rows, and each step of a page is timed."""
+    out = tmp_path / "pagecost.json"
+    result = bench("benchmarks.pagecost", "--scale", "tiny", "--out", str(out))
+    data = json.loads(out.read_text())
+    runs = data["rounds"][0]
+    assert set(runs) == {"scrapy crawl docs", "plain Scrapy (docs)", "scrapy crawl trending",
+                         "plain Scrapy (trending)"}
+    for name in ("scrapy crawl docs", "plain Scrapy (docs)"):
+        for size in ("small", "large"):
+            assert runs[name][size]["items"] == runs[name][size]["pages"] >= 32, runs[name]
+    for name in ("scrapy crawl trending", "plain Scrapy (trending)"):
+        assert runs[name]["large"]["items"] >= 20 * runs[name]["large"]["pages"] > 0
+    assert set(data["ratios"]) == {"docs", "trending"}
+    assert "Markdown and text (one walk)" in data["docs_steps"]
+    assert "vs plain Scrapy" in result.stdout and "fidelity check" in result.stdout

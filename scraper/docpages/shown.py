@@ -16,6 +16,7 @@ writes them flat, so they are not kept, and reading them would cost depth × siz
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -322,8 +323,9 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
         skipped = None
         tag = element.tag
         value = element.get("class") if isinstance(tag, str) else None
-        names = set(value.split()) if value else set()
-        if _maybe_not_code(element, tag, value) and not_code(element, names, block):
+        maybe = _maybe_not_code(element, tag, value)
+        names = set(value.split()) if maybe and value else set()
+        if maybe and not_code(element, names, block):
             walker.skip_subtree()
             skipped = element
             if TITLE_LABEL in names and not title:
@@ -339,7 +341,7 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
             out.append("\n")
         elif tag in _LINE_TAGS:
             _line_break(out)
-            if tag == "div" and CODE_LINE_CLASS in names:
+            if tag == "div" and value and CODE_LINE_CLASS in value.split():
                 lines[element] = len(out)
         _code_add(out, element.text, fragment)
     code = "".join(out).removesuffix("\n")
@@ -364,10 +366,17 @@ def _maybe_not_code(element: etree._Element, tag: object, names: str | None) -> 
     number after its font icon."""
     if not isinstance(tag, str) or tag in INVISIBLE or tag == "b":
         return True
-    if names is not None and _MAYBE_CLASS.search(names):
+    if names is not None and _maybe_class(names):
         return True
     style = element.get("style")
     return style is not None and "user-select" in style
+
+
+@functools.lru_cache(maxsize=4096)
+def _maybe_class(value: str) -> bool:
+    """A class attribute that may say "not code": a highlighter has a few dozen, each asked
+    for every token of every block."""
+    return _MAYBE_CLASS.search(value) is not None
 
 
 def _code_add(out: list[str], text: str | None, fragment: bool) -> None:
