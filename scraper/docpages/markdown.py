@@ -316,7 +316,7 @@ class Walker:
         if not isinstance(tag, str):  # comments, processing instructions
             return True
         tag = tag.lower()
-        top = self.top
+        top = self.stack[-1]
         if top.kind != "pre" and tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
             return self.skip is not None and self.skip(element)
         names = classes(element)
@@ -365,7 +365,7 @@ class Walker:
         self.text.append(text)
         if self.in_heading:
             self.heading_text.append(text)
-        top = self.top
+        top = self.stack[-1]
         if top.kind in ("pre", "code"):
             if top.fragment and "\n" in text and not text.strip():
                 return  # between a Doxygen fragment's line divs: not laid out
@@ -384,7 +384,7 @@ class Walker:
 
     def start(self, element: etree._Element) -> None:
         tag = element.tag.lower()
-        top = self.top
+        top = self.stack[-1]
         if top.kind == "pre":
             if tag == "br":
                 top.inline.append("\n")
@@ -505,7 +505,7 @@ class Walker:
         frame.line_at = -1
 
     def end(self, element: etree._Element) -> None:
-        top = self.top
+        top = self.stack[-1]
         if top.element is not element:
             if element.tag in BLOCK_ENDS:
                 if top.kind == "pre":
@@ -518,7 +518,7 @@ class Walker:
                     top.flush()
             return
         frame = self.stack.pop()
-        parent = self.top
+        parent = self.stack[-1]
         finish = getattr(self, f"end_{frame.kind}")
         finish(frame, parent)
 
