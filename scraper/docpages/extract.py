@@ -87,14 +87,6 @@ _LAST_UPDATED_RULES = (
 # (benchmarks/pagecost.py).
 _MAIN = tuple(etree.XPath(f"/descendant::{xpath.removeprefix('//')}[1]")
               for xpath in MAIN_XPATHS)
-# Whether any generator's own container can be there (each names one of these classes, or
-# Doxygen's id): one walk over the attributes instead of one per container on the pages that
-# have none, where the landmarks (role=main, <main>, <article>, <body>) choose.
-_OWN_CONTAINERS = MAIN_XPATHS.index("//*[@role='main']")
-_ANY_OWN_CONTAINER = etree.XPath(
-    "boolean(//@class[" + " or ".join(f"contains(., '{name}')" for name in (
-        "bd-article", "theme-doc-markdown", "md-content__inner", "vp-doc", "markdown-section",
-        "col-content")) + "] | //@id[. = 'doc-content'])")
 # Every element any rule may name, in one walk over the class attributes.
 _LAST_UPDATED_CANDIDATES = etree.XPath(
     "//@class[contains(., 'last') or contains(., 'git-revision')]/..")
@@ -177,8 +169,7 @@ def page_selector(text: str) -> Selector:
 
 
 def main_content(selector: Selector) -> etree._Element | None:
-    first = 0 if _ANY_OWN_CONTAINER(selector.root) else _OWN_CONTAINERS
-    for xpath in _MAIN[first:]:
+    for xpath in _MAIN:
         found = xpath(selector.root)
         if found:
             return found[0]

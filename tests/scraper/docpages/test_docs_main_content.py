@@ -1,5 +1,5 @@
-"""The main content is a generator's own container before any landmark (issue 37 keeps the
-order while skipping, in one walk over the attributes, the containers a page cannot have)."""
+"""The main content is a generator's own container before any landmark, whichever comes first
+in the page (issue 37: each XPath stops at its first match)."""
 
 from __future__ import annotations
 
