@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import re
 import shutil
 import statistics
@@ -386,6 +387,36 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def render_comparison(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Per step and per contender, two runs side by side (each step's ms and share of its own
+    run's crawl, each ratio against the plain Scrapy of its own run)."""
+    out = ["contender                 before ms/page  × plain  after ms/page  × plain"]
+    for name, values in after["contenders"].items():
+        old = before["contenders"].get(name, {})
+        kind = values["kind"]
+        out.append(f"{name:24s}  {fmt(old.get('ms_per_page'), 2):>14s}  "
+                   f"{'1.00' if values['plain'] else fmt(before['ratios'].get(kind), 2):>7s}  "
+                   f"{fmt(values['ms_per_page'], 2):>12s}  "
+                   f"{'1.00' if values['plain'] else fmt(after['ratios'].get(kind), 2):>7s}")
+    for kind, ours in (("docs", "scrapy crawl docs"), ("trending", "scrapy crawl trending")):
+        steps_after, steps_before = after.get(f"{kind}_steps"), before.get(f"{kind}_steps")
+        if not steps_after or not steps_before:
+            continue
+        rows = []
+        totals = (before["contenders"][ours]["ms_per_page"],
+                  after["contenders"][ours]["ms_per_page"])
+        for name in steps_after:
+            rows.append([name, fmt(steps_before.get(name), 2), fmt(steps_after[name], 2)])
+        rests = [total - sum(steps.values())
+                 for total, steps in zip(totals, (steps_before, steps_after), strict=True)]
+        rows.append(["the rest (Scrapy, stores, pipelines, engine)", fmt(rests[0], 2),
+                     fmt(rests[1], 2)])
+        rows.append([f"{ours}, CPU per page", fmt(totals[0], 2), fmt(totals[1], 2)])
+        out.append(f"\n{ours}: ms per page, before and after")
+        out.append(format_table(["step", "before", "after"], rows))
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.pagecost",
                                      description=__doc__.split("\n")[0])
@@ -396,7 +427,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="tiny: 2 copies, 1 round (a smoke run)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="print two results files side by side, step by step; no run")
     args = parser.parse_args(argv)
+    if args.compare:
+        before, after = (json.loads(path.read_text(encoding="utf-8")) for path in args.compare)
+        print(render_comparison(before, after))
+        return 0
     if args.scale == "tiny":
         args.copies, args.repeat = 2, 1
     kinds = [k.strip() for k in args.parts.split(",") if k.strip()]
