@@ -197,7 +197,7 @@ def timed(step: Callable[[Any], Any], inputs: list[Any], repeat: int) -> float:
     return 1000 * best / len(inputs)
 
 
-def docs_steps(repeat: int = 3) -> dict[str, float]:
+def docs_steps(repeat: int = 7) -> dict[str, float]:
     """ms per page of each step of a docs page, on the real pages, each step on the previous
     step's output (the steps the spider's callback and pipelines run, in their order)."""
     from parsel import Selector
@@ -255,7 +255,7 @@ def docs_steps(repeat: int = 3) -> dict[str, float]:
     }
 
 
-def trending_steps(repeat: int = 3) -> dict[str, float]:
+def trending_steps(repeat: int = 7) -> dict[str, float]:
     from pipelines.itemstore import json_line
     from scraper.items import content_hash
     from scraper.trending.archive import body_sha256
