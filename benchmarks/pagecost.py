@@ -42,8 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from benchmarks.common import (
     BENCH_SCRAPY_SETTINGS,
     CONTENDER_NICE,
@@ -64,7 +62,6 @@ from benchmarks.common import (
 DOCS_DIRS = (REPO_ROOT / "tests" / "data" / "docs", REPO_ROOT / "tests" / "data" / "generators")
 TRENDING_PAGE = REPO_ROOT / "tests" / "data" / "github" / "trending" / "2026-04_python_daily.html"
 TRENDING_COPIES_PER_DOCS_COPY = 6
-GENEROUS = {"search": {"limit": 100000, "window": 60}, "core": {"limit": 100000, "window": 3600}}
 TARGET = 1.5
 _TITLE_TAG = re.compile(rb"<title[^>]*>")
 
@@ -127,22 +124,19 @@ CONTENDERS = (Contender("scrapy crawl docs", "docs", False),
 
 
 def collector_config(home: Path, server: str, kind: str, entries: list[str]) -> Path:
-    spiders: dict[str, Any] = {name: {"weight": 0} for name in ("trending", "search", "docs")}
+    from benchmarks.distributed import write_config
+    from benchmarks.hostile import GENEROUS
+
     if kind == "docs":
-        spiders["docs"] = {"weight": 1, "start_urls": [server + e for e in entries],
-                           "max_pages_per_site": 1, "sitemaps": False,
-                           "settings": dict(BENCH_SCRAPY_SETTINGS)}
+        spider = {"weight": 1, "start_urls": [server + e for e in entries],
+                  "max_pages_per_site": 1, "sitemaps": False,
+                  "settings": dict(BENCH_SCRAPY_SETTINGS)}
     else:
-        spiders["trending"] = {"weight": 1, "languages": entries, "periods": ["daily"],
-                               "settings": dict(BENCH_SCRAPY_SETTINGS)}
-    config = {"data_dir": str(home / "data"), "round_interval": 0, "stop_timeout": 20,
-              "spiders": spiders,
-              "github": {"web_url": server, "api_url": f"{server}/api", "web_min_interval": 0,
-                         "limits": GENEROUS}}
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / "collector.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return path
+        spider = {"weight": 1, "languages": entries, "periods": ["daily"],
+                  "settings": dict(BENCH_SCRAPY_SETTINGS)}
+    return write_config(home, {kind: spider}, github={
+        "web_url": server, "api_url": f"{server}/api", "web_min_interval": 0,
+        "limits": GENEROUS})
 
 
 def count_lines(paths: list[Path]) -> int:

@@ -318,6 +318,7 @@ class Walker:
         tag = tag.lower()
         top = self.stack[-1]
         if top.kind != "pre" and tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
+            # No attribute for the rules below to read: only the page's own rule may skip it.
             return self.skip is not None and self.skip(element)
         names = classes(element)
         if top.kind == "pre":

@@ -113,6 +113,7 @@ class Reader:
             return True
         tag = tag.lower()
         if tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
+            # No attribute for the rules below to read: only the page's own rule may skip it.
             return self.skip is not None and self.skip(element)
         names = classes(element)
         return (not_content(element, tag, names) or is_tab_strip(element, names)
