@@ -237,12 +237,13 @@ def test_archive_measures_both_forms_on_every_phase(tmp_path: Path) -> None:
     assert "floor (random bytes drawn per fetch)" in result.stdout
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(300)
 def test_pagecost_tiny_measures_both_spiders_against_plain_scrapy(tmp_path: Path) -> None:
     """Every docs page (every generator's) is parsed into one item by both docs contenders, the
-    trending contenders write rows, and each step of a page is timed."""
+    trending contenders write rows, and each step of a page is timed. Eight crawls: about 30 s,
+    150 s under nice beside a busy loop on a loaded box, hence the timeout."""
     out = tmp_path / "pagecost.json"
-    result = bench("benchmarks.pagecost", "--scale", "tiny", "--out", str(out))
+    result = bench("benchmarks.pagecost", "--scale", "tiny", "--out", str(out), timeout=300)
     data = json.loads(out.read_text())
     runs = data["rounds"][0]
     assert set(runs) == {"scrapy crawl docs", "plain Scrapy (docs)", "scrapy crawl trending",
