@@ -12,7 +12,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from scraper.docpages.extract import extract_page, follow_links, page_in_site
+from scraper.docpages.extract import extract_page, follow_links, page_in_site, page_selector
 from scraper.docpages.sitemaps import (
     is_robots,
     read_sitemap,
@@ -181,7 +181,7 @@ class DocsSpider(CollectorSpider):
             return
         # A tree of its own, not the cached response.selector: it is freed before this
         # callback yields, so responses waiting in the scraper never hold two trees at once.
-        selector = Selector(text=response.text, type="html")
+        selector = page_selector(response.text)
         modified = response.headers.get(b"Last-Modified")
         page = extract_page(selector, response.url,
                             modified.decode("latin-1") if modified else None)

@@ -276,3 +276,24 @@ def test_ledger_benchmark_reads_what_it_wrote(tmp_path: Path) -> None:
     (row,) = json.loads(out.read_text())["rows"]
     assert row["lines"] > 0 and row["status_cold_ms"] > 0 and row["gaps_7d_ms"] > 0
     assert "status cold ms" in result.stdout
+
+
+@pytest.mark.timeout(300)
+def test_pagecost_tiny_measures_both_spiders_against_plain_scrapy(tmp_path: Path) -> None:
+    """Every docs page (every generator's) is parsed into one item by both docs contenders, the
+    trending contenders write rows, and each step of a page is timed. Eight crawls: about 30 s,
+    150 s under nice beside a busy loop on a loaded box, hence the timeout."""
+    out = tmp_path / "pagecost.json"
+    result = bench("benchmarks.pagecost", "--scale", "tiny", "--out", str(out), timeout=300)
+    data = json.loads(out.read_text())
+    runs = data["rounds"][0]
+    assert set(runs) == {"scrapy crawl docs", "plain Scrapy (docs)", "scrapy crawl trending",
+                         "plain Scrapy (trending)"}
+    for name in ("scrapy crawl docs", "plain Scrapy (docs)"):
+        for size in ("small", "large"):
+            assert runs[name][size]["items"] == runs[name][size]["pages"] >= 32, runs[name]
+    for name in ("scrapy crawl trending", "plain Scrapy (trending)"):
+        assert runs[name]["large"]["items"] >= 20 * runs[name]["large"]["pages"] > 0
+    assert set(data["ratios"]) == {"docs", "trending"}
+    assert "Markdown and text (one walk)" in data["docs_steps"]
+    assert "vs plain Scrapy" in result.stdout and "fidelity check" in result.stdout

@@ -27,6 +27,7 @@ from scraper.docpages.visible import (
     CODE_DIV_CLASSES,
     CODE_LABEL_CLASSES,
     CODE_LINE_CLASS,
+    HIDDEN_BARE_TAGS,
     HIDDEN_LABEL,
     INVISIBLE,
     LANGUAGE_LABEL,
@@ -95,6 +96,11 @@ _HEADING_BLOCK = re.compile(r"^#{1,6} ")
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
 
 Skip = Callable[[etree._Element], bool]
+# Classes that make an element in code something other than code (visible.not_code's): a
+# ``<span>`` in a code block with none of them and no style is a highlighter's token, written
+# as it is. Most of a page's elements are such tokens.
+_NOT_TOKEN_CLASSES = (LINE_NUMBER_CLASSES | CODE_LABEL_CLASSES | TWOSLASH_ANNOTATIONS
+                      | {HIDDEN_LABEL, "conum"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +259,7 @@ class Walker:
         self.in_heading = False  # headings hold inline markup only
         self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
         self.in_link = False  # a link inside a link is its text
+        self.token_classes: dict[str, bool] = {}  # a class attribute: a token's?
 
     @property
     def top(self) -> Frame:
@@ -272,6 +279,11 @@ class Walker:
                     skipped = None
                     continue
                 skipped = None
+            if element.tag == "span" and self.stack[-1].kind == "pre" and \
+                    self.is_token(element):
+                # What hidden, start and end would do with a token: take its text and tail.
+                self.add_text(element.text if event == "start" else element.tail)
+                continue
             if event == "start":
                 if self.hidden(element):
                     walker.skip_subtree()
@@ -287,13 +299,28 @@ class Walker:
         markdown = self.stack[0].take()
         return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
 
+    def is_token(self, element: etree._Element) -> bool:
+        """A code block's ``<span>`` that is only code (see ``hidden_in_code``)."""
+        if element.get("style") is not None:
+            return False
+        value = element.get("class")
+        if value is None:
+            return True
+        known = self.token_classes.get(value)
+        if known is None:
+            known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
+        return known
+
     def hidden(self, element: etree._Element) -> bool:
         tag = element.tag
         if not isinstance(tag, str):  # comments, processing instructions
             return True
         tag = tag.lower()
+        top = self.stack[-1]
+        if top.kind != "pre" and tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
+            # No attribute for the rules below to read: only the page's own rule may skip it.
+            return self.skip is not None and self.skip(element)
         names = classes(element)
-        top = self.top
         if top.kind == "pre":
             return self.hidden_in_code(element, tag, names, top)
         if not_content(element, tag, names):
@@ -339,7 +366,7 @@ class Walker:
         self.text.append(text)
         if self.in_heading:
             self.heading_text.append(text)
-        top = self.top
+        top = self.stack[-1]
         if top.kind in ("pre", "code"):
             if top.fragment and "\n" in text and not text.strip():
                 return  # between a Doxygen fragment's line divs: not laid out
@@ -358,7 +385,7 @@ class Walker:
 
     def start(self, element: etree._Element) -> None:
         tag = element.tag.lower()
-        top = self.top
+        top = self.stack[-1]
         if top.kind == "pre":
             if tag == "br":
                 top.inline.append("\n")
@@ -479,7 +506,7 @@ class Walker:
         frame.line_at = -1
 
     def end(self, element: etree._Element) -> None:
-        top = self.top
+        top = self.stack[-1]
         if top.element is not element:
             if element.tag in BLOCK_ENDS:
                 if top.kind == "pre":
@@ -492,7 +519,7 @@ class Walker:
                     top.flush()
             return
         frame = self.stack.pop()
-        parent = self.top
+        parent = self.stack[-1]
         finish = getattr(self, f"end_{frame.kind}")
         finish(frame, parent)
 

@@ -273,24 +273,33 @@ def _escaped(text: str, i: int) -> bool:
 
 
 def _brackets(text: str, spans: dict[int, tuple[tuple[int, int], int]]) -> dict[int, int]:
-    """Each "[" that a "]" closes → that "]" (escapes and code spans skipped)."""
+    """Each "[" that a "]" closes → that "]" (escapes and code spans skipped). Only the
+    characters that can matter are visited (a code span opens at a backtick)."""
     closes: dict[int, int] = {}
+    if "[" not in text:
+        return closes
     opened: list[int] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
+    i = 0
+    for found in _BRACKET_MARKS.finditer(text):
+        at = found.start()
+        if at < i:
+            continue  # escaped, or inside a code span
+        char = text[at]
         if char == "\\":
-            i += 2
+            i = at + 2
             continue
-        if i in spans:
-            i = spans[i][1]
+        if at in spans:
+            i = spans[at][1]
             continue
         if char == "[":
-            opened.append(i)
+            opened.append(at)
         elif char == "]" and opened:
-            closes[opened.pop()] = i
-        i += 1
+            closes[opened.pop()] = at
+        i = at + 1
     return closes
+
+
+_BRACKET_MARKS = re.compile(r"[\\\[\]`]")
 
 
 def _link_end(text: str, i: int, closes: dict[int, int]) -> int:

@@ -16,6 +16,7 @@ writes them flat, so they are not kept, and reading them would cost depth × siz
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from scraper.docpages.tabs import is_tab_strip, is_theme_copy, tab_label
 from scraper.docpages.visible import (
     CODE_DIV_CLASSES,
     CODE_LINE_CLASS,
+    HIDDEN_BARE_TAGS,
     INVISIBLE,
     LINE_NUMBER_CLASSES,
     TITLE_LABEL,
@@ -110,6 +112,9 @@ class Reader:
         if not isinstance(tag, str):
             return True
         tag = tag.lower()
+        if tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
+            # No attribute for the rules below to read: only the page's own rule may skip it.
+            return self.skip is not None and self.skip(element)
         names = classes(element)
         return (not_content(element, tag, names) or is_tab_strip(element, names)
                 or is_theme_copy(element) or icon_title(element, names) is not None
@@ -319,8 +324,9 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
         skipped = None
         tag = element.tag
         value = element.get("class") if isinstance(tag, str) else None
-        names = set(value.split()) if value else set()
-        if _maybe_not_code(element, tag, value) and not_code(element, names, block):
+        maybe = _maybe_not_code(element, tag, value)
+        names = set(value.split()) if maybe and value else set()
+        if maybe and not_code(element, names, block):
             walker.skip_subtree()
             skipped = element
             if TITLE_LABEL in names and not title:
@@ -336,7 +342,7 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
             out.append("\n")
         elif tag in _LINE_TAGS:
             _line_break(out)
-            if tag == "div" and CODE_LINE_CLASS in names:
+            if tag == "div" and value and CODE_LINE_CLASS in value.split():
                 lines[element] = len(out)
         _code_add(out, element.text, fragment)
     code = "".join(out).removesuffix("\n")
@@ -361,10 +367,17 @@ def _maybe_not_code(element: etree._Element, tag: object, names: str | None) -> 
     number after its font icon."""
     if not isinstance(tag, str) or tag in INVISIBLE or tag == "b":
         return True
-    if names is not None and _MAYBE_CLASS.search(names):
+    if names is not None and _maybe_class(names):
         return True
     style = element.get("style")
     return style is not None and "user-select" in style
+
+
+@functools.lru_cache(maxsize=4096)
+def _maybe_class(value: str) -> bool:
+    """A class attribute that may say "not code": a highlighter has a few dozen, each asked
+    for every token of every block."""
+    return _MAYBE_CLASS.search(value) is not None
 
 
 def _code_add(out: list[str], text: str | None, fragment: bool) -> None:

@@ -34,6 +34,11 @@ CODE_DIV_CLASSES = frozenset({"fragment"})
 # minimum height, so an empty one is a blank line on screen.
 CODE_LINE_CLASS = "line"
 
+# The tags an element with no attribute at all may still be left out for (invisible ones, a
+# page's header, a MkDocs tab strip's label): to every other rule here and in tabs.py and
+# callouts.py, an element with no attribute of another tag is content.
+HIDDEN_BARE_TAGS = INVISIBLE | {"header", "label"}
+
 _TABLE_ROWS = etree.XPath("./tr | ./tbody/tr")
 
 

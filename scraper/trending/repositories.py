@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import unquote, urljoin, urlsplit
 
+from lxml import etree
 from parsel import Selector
+from parsel.csstranslator import HTMLTranslator
 
 __all__ = ["PARSER_VERSION", "TrendingRow", "parse_trending"]
 
@@ -27,6 +29,17 @@ _HEADING_LINK_XPATH = ".//*[self::h1 or self::h2 or self::h3]//a[@href]"
 # Text and links outside the description <p>, which may itself contain links and digits.
 _META_TEXT_XPATH = ".//text()[not(ancestor::p)]"
 _META_LINK_XPATH = ".//a[@href][not(ancestor::p)]"
+
+# Compiled once, run on each row's lxml element: parsel's ``xpath``/``css`` compile their
+# query at every call, and a row asks seven (benchmarks/pagecost.py). The CSS queries are
+# parsel's own translation of them.
+_HEADING_LINKS = etree.XPath(_HEADING_LINK_XPATH)
+_META_TEXTS = etree.XPath(_META_TEXT_XPATH)
+_META_LINKS = etree.XPath(_META_LINK_XPATH)
+_ALL_TEXT = etree.XPath(".//text()")
+_DESCRIPTION = etree.XPath(HTMLTranslator().css_to_xpath("p"))
+_LANGUAGE = etree.XPath(HTMLTranslator().css_to_xpath('[itemprop="programmingLanguage"]'))
+_AVATARS = etree.XPath(HTMLTranslator().css_to_xpath("a > img.avatar"))
 
 _NUMBER_RE = re.compile(r"\d[\d,]*")
 _PERIOD_RE = re.compile(r"\d[\d,]*\s+stars?\s+(?:today|this\s+week|this\s+month)", re.I)
@@ -89,21 +102,22 @@ def parsed_rows(nodes: Iterable[Selector], parse_row: Callable[..., Row | None],
 
 def _parse_row(node: Selector, rank: int, base_url: str) -> TrendingRow | None:
     """Build one row, or None when the row has no ``/owner/name`` heading link."""
-    repo = _repo_from_heading(node)
+    row = node.root
+    repo = _repo_from_heading(row)
     if repo is None:
         return None
     owner, name = repo
 
     stars_text: str | None = None
     forks_text: str | None = None
-    for link in node.xpath(_META_LINK_XPATH):
-        path = urlsplit(link.attrib["href"].strip()).path
+    for link in _META_LINKS(row):
+        path = urlsplit(link.get("href").strip()).path
         if stars_text is None and "/stargazers" in path:
-            stars_text = _text(link)
+            stars_text = _element_text(link)
         elif forks_text is None and ("/network" in path or path.rstrip("/").endswith("/forks")):
-            forks_text = _text(link)
+            forks_text = _element_text(link)
 
-    period = _PERIOD_RE.search(" ".join(node.xpath(_META_TEXT_XPATH).getall()))
+    period = _PERIOD_RE.search(" ".join(_META_TEXTS(row)))
 
     return TrendingRow(
         rank=rank,
@@ -111,46 +125,51 @@ def _parse_row(node: Selector, rank: int, base_url: str) -> TrendingRow | None:
         owner=owner,
         name=name,
         url=urljoin(base_url, f"/{owner}/{name}"),
-        description=_first_text(node, "p") or None,
-        language=_first_text(node, '[itemprop="programmingLanguage"]') or None,
+        description=_first_text(row, _DESCRIPTION) or None,
+        language=_first_text(row, _LANGUAGE) or None,
         stars=_count(stars_text),
         forks=_count(forks_text),
         period_stars=_count(period.group() if period else None),
-        built_by=_built_by(node),
+        built_by=_built_by(row),
     )
 
 
-def _repo_from_heading(node: Selector) -> tuple[str, str] | None:
+def _repo_from_heading(row: etree._Element) -> tuple[str, str] | None:
     """(owner, name) from the first heading link whose path is exactly ``/owner/name``."""
-    for link in node.xpath(_HEADING_LINK_XPATH):
-        parts = [unquote(p) for p in urlsplit(link.attrib["href"].strip()).path.split("/") if p]
+    for link in _HEADING_LINKS(row):
+        parts = [unquote(p) for p in urlsplit(link.get("href").strip()).path.split("/") if p]
         if len(parts) == 2:
             return parts[0], parts[1]
     return None
 
 
-def _built_by(node: Selector) -> list[str]:
+def _built_by(row: etree._Element) -> list[str]:
     """Logins of the "Built by" avatars (alt="@login"; falls back to the link's last segment)."""
     logins: list[str] = []
-    for img in node.css("a > img.avatar"):
-        login = img.attrib.get("alt", "").strip().lstrip("@")
+    for img in _AVATARS(row):
+        login = img.get("alt", "").strip().lstrip("@")
         if not login:
-            href = img.xpath("..").attrib.get("href", "")
+            href = img.getparent().get("href", "")
             login = urlsplit(href).path.rstrip("/").rpartition("/")[2]
         if login:
             logins.append(login)
     return logins
 
 
+def _element_text(element: etree._Element) -> str:
+    """``_text`` of an lxml element."""
+    return " ".join("".join(_ALL_TEXT(element)).split())
+
+
+def _first_text(row: etree._Element, query: etree.XPath) -> str:
+    """``_element_text`` of the first match of ``query`` inside ``row``; "" when none."""
+    found = query(row)
+    return _element_text(found[0]) if found else ""
+
+
 def _text(node: Selector) -> str:
     """All descendant text of ``node``, stripped, inner whitespace collapsed to one space."""
     return " ".join("".join(node.xpath(".//text()").getall()).split())
-
-
-def _first_text(node: Selector, css: str) -> str:
-    """``_text`` of the first match of ``css`` inside ``node``; "" when nothing matches."""
-    found = node.css(css)
-    return _text(found[0]) if found else ""
 
 
 def _count(text: str | None) -> int:
