@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -28,18 +29,27 @@ def warnings(log: str) -> list[str]:
     return [line for line in log.splitlines() if "] WARNING: " in line]
 
 
+def wedge_search(collector: Collector, fake_hostile: Any, api: str, queries: tuple[str, ...],
+                 settings: dict[str, Any]) -> tuple[subprocess.CompletedProcess[str], float, str]:
+    """``scrapy crawl search`` of ``queries`` against the hostile fake's ``/{api}/``: the
+    result, its wall time and the spider's log."""
+    collector.configure(spiders={"search": {"queries": list(queries), "complete": False,
+                                            "settings": settings}})
+    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
+                    api_url=f"{fake_hostile.url()}/{api}")
+    started = time.monotonic()
+    result = collector.crawl("search", timeout=90)
+    took = time.monotonic() - started
+    log = collector.log("search")
+    assert result.returncode == 0, log[-3000:]
+    return result, took, log
+
+
 @pytest.mark.timeout(120)
 def test_no_answer_wedges_the_budget_past_max_wait(collector: Collector,
                                                    fake_hostile: Any) -> None:
-    collector.configure(spiders={"search": {"queries": list(QUERIES), "complete": False,
-                                            "settings": {"BUDGET_MAX_WAIT": MAX_WAIT}}})
-    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
-                    api_url=f"{fake_hostile.url()}/api-wedge")
-    started = time.monotonic()
-    first = collector.crawl("search", timeout=60)
-    took = time.monotonic() - started
-    log = collector.log("search")
-    assert first.returncode == 0, log[-3000:]
+    first, took, log = wedge_search(collector, fake_hostile, "api-wedge", QUERIES,
+                                    {"BUDGET_MAX_WAIT": MAX_WAIT})
     assert "Traceback" not in log + first.stderr
     assert took < 30, took
     # Every answer kept: one repository per query.
@@ -73,14 +83,7 @@ def test_an_impossible_reset_asks_rate_limit_before_any_wait(collector: Collecto
     year 3000" stop nothing; the budget asks ``/rate_limit``, which tells the truth, and the
     crawl goes on within seconds, every query answered."""
     queries = ("reset3000", "limit3000", "after")
-    collector.configure(spiders={"search": {"queries": list(queries), "complete": False}})
-    generous_budget(collector, web_url=fake_hostile.url(), web_min_interval=0,
-                    api_url=f"{fake_hostile.url()}/api-honest")
-    started = time.monotonic()
-    result = collector.crawl("search", timeout=90)
-    took = time.monotonic() - started
-    log = collector.log("search")
-    assert result.returncode == 0, log[-3000:]
+    _, took, log = wedge_search(collector, fake_hostile, "api-honest", queries, {})
     assert took < 45, took
     assert sorted(item["full_name"] for item in collector.items("search")) == sorted(
         f"hostile/{q}-repo-1" for q in queries)

@@ -12,11 +12,14 @@ YEAR_3000 = 32503680000.0
 KEY = BucketKey("anonymous", "search")
 
 
-def store_at(tmp_path: Path, clock: list[float]) -> BudgetStore:
+def probed_store(tmp_path: Path, clock: list[float]) -> BudgetStore:
+    """A budget whose start's /rate_limit said 30 of 30 left for the minute."""
     timing = BudgetTiming(0.5, 0.05, 60.0, 3600.0)  # BUDGET_MAX_WAIT's default, 3660 s
     store = BudgetStore(tmp_path / "budget.sqlite", timing, clock=lambda: clock[0],
                         wall=lambda: clock[0])
     store.define(KEY, BucketSpec(30, 60.0, probe=True))
+    store.probe_result("anonymous", {"search": RateHeaders(limit=30, remaining=30,
+                                                           reset=clock[0] + 60)})
     return store
 
 
@@ -36,9 +39,7 @@ def probe_and_go(store: BudgetStore, clock: list[float]) -> None:
 def test_a_200_saying_remaining_0_until_the_year_3000_is_asked_about_not_waited_out(
         tmp_path: Path) -> None:
     clock = [1_000_000.0]
-    store = store_at(tmp_path, clock)
-    store.probe_result("anonymous", {"search": RateHeaders(limit=30, remaining=30,
-                                                           reset=clock[0] + 60)})
+    store = probed_store(tmp_path, clock)
     store.complete(store.reserve(KEY), KEY, RateHeaders(limit=30, remaining=0, reset=YEAR_3000))
     (bucket,) = store.buckets()
     assert (bucket["remaining"], bucket["reset_at"], bucket["source"]) == (None, None, "guess")
@@ -49,9 +50,7 @@ def test_a_200_saying_remaining_0_until_the_year_3000_is_asked_about_not_waited_
 def test_a_limit_answer_with_an_impossible_reset_pauses_nothing_once_then_backs_off(
         tmp_path: Path) -> None:
     clock = [1_000_000.0]
-    store = store_at(tmp_path, clock)
-    store.probe_result("anonymous", {"search": RateHeaders(limit=30, remaining=30,
-                                                           reset=clock[0] + 60)})
+    store = probed_store(tmp_path, clock)
     first = store.limited(store.reserve(KEY), KEY, RateHeaders(remaining=0, reset=YEAR_3000),
                           PRIMARY, None)
     assert first.until <= clock[0] and "/rate_limit asked first" in first.reason
