@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 from urllib.parse import urlsplit
 
-import yaml
-
 from scraper import settings as defaults
 from scraper.config.moved import update_moved
 from scraper.config.settingrules import ENV_NAME_RE as _ENV_NAME_RE
@@ -388,6 +386,8 @@ def _read_text(path: Path, explicit: object = None) -> str:
 
 def parse_config(text: str, label: str, base_dir: Path | None = None) -> CollectorConfig:
     """Validate YAML ``text``; ``label`` names the file, ``base_dir`` anchors data_dir."""
+    import yaml  # here: a command that reads no file (the defaults) never pays for it
+
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
