@@ -3,15 +3,16 @@
     python -m benchmarks.commands [--repeat 3] [--days 365] [--before 3611419]
 
 Against one data dir holding ``--days`` days of closed segments (``benchmarks.datasize``'s
-generator: about 530 files a day; ``catalog`` is then left out) and then one ``python -m runner --once`` round of the docs
-spider (a fake docs site of 5 pages, a config with ``spiders.docs.settings``), runs each command
-``--repeat`` times as its own process and takes the median user + system CPU (the reaped child's
-rusage). The project's modules are byte-compiled first, as an installed package is (the
-commands' cost is then their imports, not compiling them). Baselines in the same run: ``python
--c pass`` (the interpreter alone) and ``python -c "import scrapy"`` (what a command pays that
-imports Scrapy). ``--before COMMIT`` runs each command too from that commit's tree (``git
-archive``; empty: skip) on the same data dir. Says too whether each command imported Scrapy
-(``-X importtime``). Results: ``benchmarks/results/commands.json``.
+generator: about 530 files a day; ``catalog`` is then left out) and then one ``python -m runner
+--once`` round of the docs spider (a fake docs site of 5 pages, a config with
+``spiders.docs.settings``), runs each command ``--repeat`` times as its own process and takes
+the median user + system CPU (the reaped child's rusage). The project's modules are
+byte-compiled first, as an installed package is (the commands' cost is then their imports, not
+compiling them). Baselines in the same run: ``python -c pass`` (the interpreter alone) and
+``python -c "import scrapy"`` (what a command pays that imports Scrapy). ``--before COMMIT``
+runs each command too from that commit's tree (``git archive``; empty: skip) on the same data
+dir. Says too whether each command imported Scrapy (``-X importtime``). Results:
+``benchmarks/results/commands.json``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
