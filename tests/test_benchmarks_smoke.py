@@ -183,16 +183,32 @@ def test_history_store_times_open_both_stores_in_fresh_processes(tmp_path: Path)
 @pytest.mark.timeout(120)
 def test_commands_measures_each_short_command_against_a_scrapy_import(tmp_path: Path) -> None:
     out = tmp_path / "commands.json"
-    result = bench("benchmarks.commands", "--repeat", "1", "--out", str(out))
+    result = bench("benchmarks.commands", "--repeat", "1", "--days", "0", "--before", "",
+                   "--out", str(out))
     rows = {row["command"]: row for row in json.loads(out.read_text())["rows"]}
-    assert {"python -c pass", "import scrapy", "runner status", "runner watchdog",
-            "runner size --every 100MB", "runner stop", "runner catalog"} == set(rows)
+    assert {"python -c pass", "import scrapy", "runner status", "runner metrics",
+            "runner watchdog", "runner size --every 100MB", "runner stop",
+            "runner catalog"} == set(rows)
     assert all(row["cpu_s"] > 0 for row in rows.values()), rows
     assert rows["import scrapy"]["imports_scrapy"]
     # None of the commands cron runs imports Scrapy just to read the config.
     assert not [name for name, row in rows.items()
                 if name.startswith("runner ") and row["imports_scrapy"]], rows
     assert "× import scrapy" in result.stdout
+
+
+@pytest.mark.timeout(180)
+def test_commands_at_a_year_runs_each_command_from_the_old_tree_too(tmp_path: Path) -> None:
+    out = tmp_path / "commands.json"
+    bench("benchmarks.commands", "--repeat", "1", "--days", "1", "--before", "3611419",
+          "--out", str(out))
+    rows = {row["command"]: row for row in json.loads(out.read_text())["rows"]}
+    runner = {"runner status", "runner metrics", "runner watchdog", "runner size --every 100MB",
+              "runner stop"}  # no catalog: a first build of --days of segments is not short
+    assert {"python -c pass", "import scrapy", *runner,
+            *(f"{name} (before)" for name in runner)} == set(rows)
+    # The same data dir, the same answers: status 3 (no runner), watchdog 1 (no command line)
+    assert all(rows[name]["exit"] == rows[f"{name} (before)"]["exit"] for name in runner), rows
 
 
 @pytest.mark.timeout(120)

@@ -1,18 +1,16 @@
-"""The dataset's subcommands, as ``(name, register)`` pairs for ``runner.cli.main``.
+"""The dataset's subcommands, as ``(name, module)`` pairs for ``runner.cli.main``: each module's
+``register(parser, add_config_option)`` adds its subcommand.
 
-The modules import nothing heavy at load (pyarrow, matplotlib and feedgen only when their
-command runs), so building the parser stays cheap for every runner command.
+A module is imported only when its subcommand is named (or the whole tree is built, for
+``--help`` and the docs), so ``status`` or ``metrics`` pays for none of them. The modules import
+nothing heavy at load either (pyarrow, matplotlib and feedgen only when their command runs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from runner.catalog import build, export, history, pagearchive, reparse, report, viewer
-
-
-def dataset_commands() -> list[tuple[str, Callable[..., None]]]:
-    return [("catalog", build.register), ("export", export.register),
-            ("report", report.register), ("view", viewer.register),
-            ("reparse", reparse.register), ("history", history.register),
-            ("archive", pagearchive.register)]
+DATASET_COMMANDS: list[tuple[str, str]] = [
+    ("catalog", "runner.catalog.build"), ("export", "runner.catalog.export"),
+    ("report", "runner.catalog.report"), ("view", "runner.catalog.viewer"),
+    ("reparse", "runner.catalog.reparse"), ("history", "runner.catalog.history"),
+    ("archive", "runner.catalog.pagearchive"),
+]

@@ -8,29 +8,22 @@ the user must fix is one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
-import logging.handlers
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from runner.catalog.commands import dataset_commands
+from runner.catalog.commands import DATASET_COMMANDS
 from runner.core.runargs import add_run_options
 from runner.core.runargs import config_option as _config_option
 from runner.core.runargs import redis_url_arg as _redis_url
 from runner.core.runargs import with_default_command as _with_default_command
 from runner.core.usage import PROG, OneLineParser, UsageError, usage_error
-from runner.ops.cron import register as register_install_cron
-from runner.ops.size import register as register_size
-from runner.ops.watchdog import register as register_watchdog
-from runner.status.gaps import register as register_gaps
-from runner.status.metrics import register as register_metrics
-from runner.supervision.reload import register as register_reload
 from scraper.config.collector import (
     CollectorConfig,
     ConfigError,
@@ -41,31 +34,39 @@ from scraper.utils.layout import DataLayout
 from scraper.utils.urlmask import mask_argv
 
 
-def build_parser() -> OneLineParser:
+def build_parser(only: str | None = None) -> OneLineParser:
+    """The whole argparse tree; with ``only``, just that subcommand's branch, so a command imports
+    no other command's module (``status`` from cron pays for none of them)."""
     parser = OneLineParser(prog=PROG, description="Run and watch the hubcollect workers.")
     _config_option(parser, None)
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
 
-    run = sub.add_parser("run", help="run the workers in the foreground (the default)")
-    _config_option(run, argparse.SUPPRESS)
-    add_run_options(run)
-    run.set_defaults(handler=cmd_run)
+    if only in (None, "run"):
+        run = sub.add_parser("run", help="run the workers in the foreground (the default)")
+        _config_option(run, argparse.SUPPRESS)
+        add_run_options(run)
+        run.set_defaults(handler=cmd_run)
 
-    status = sub.add_parser("status", help="one row per worker, and totals")
-    _config_option(status, argparse.SUPPRESS)
-    status.add_argument("--json", action="store_true")
-    status.add_argument("--redis-url", type=_redis_url, metavar="URL",
-                        help="show this Redis's cluster (else the runner's, config redis_url)")
-    status.add_argument("--cluster", action="store_true",
-                        help="every box of the cluster (distributed mode) and the shared budget")
-    status.set_defaults(handler=cmd_status)
+    if only in (None, "status"):
+        status = sub.add_parser("status", help="one row per worker, and totals")
+        _config_option(status, argparse.SUPPRESS)
+        status.add_argument("--json", action="store_true")
+        status.add_argument("--redis-url", type=_redis_url, metavar="URL",
+                            help="show this Redis's cluster (else the runner's, config redis_url)")
+        status.add_argument("--cluster", action="store_true",
+                            help="every box of the cluster (distributed mode) and the shared "
+                                 "budget")
+        status.set_defaults(handler=cmd_status)
 
-    stop = sub.add_parser("stop", help="SIGTERM the running runner and wait until it is gone")
-    _config_option(stop, argparse.SUPPRESS)
-    stop.set_defaults(handler=cmd_stop)
+    if only in (None, "stop"):
+        stop = sub.add_parser("stop", help="SIGTERM the running runner and wait until it is gone")
+        _config_option(stop, argparse.SUPPRESS)
+        stop.set_defaults(handler=cmd_stop)
 
-    for name, register in EXTRA_COMMANDS:
-        register(sub.add_parser(name), lambda p: _config_option(p, argparse.SUPPRESS))
+    for name, module in EXTRA_COMMANDS:
+        if only in (None, name):
+            register = importlib.import_module(module).register
+            register(sub.add_parser(name), lambda p: _config_option(p, argparse.SUPPRESS))
     _list_in_help(sub)
     parser.epilog = f"Docs: {DOCS_DIR}/index.md; each subcommand's --help names its page."
     for name, command in sub.choices.items():
@@ -97,18 +98,31 @@ def _list_in_help(sub: argparse._SubParsersAction) -> None:
             sub._choices_actions.append(sub._ChoicesPseudoAction(name, (), line))
 
 
-# Subcommands added by other modules: (name, register(parser, add_config_option)).
-EXTRA_COMMANDS: list[tuple[str, Callable[..., None]]] = []
-EXTRA_COMMANDS.append(("reload", register_reload))
+# Subcommands added by other modules: (name, the module whose ``register(parser,
+# add_config_option)`` adds it), imported only when the command line names that subcommand.
+EXTRA_COMMANDS: list[tuple[str, str]] = []
+EXTRA_COMMANDS.append(("reload", "runner.supervision.reload"))
 # Operations (runner/ops/): what cron runs, and what installs it.
-EXTRA_COMMANDS.append(("watchdog", register_watchdog))
-EXTRA_COMMANDS.append(("size", register_size))
-EXTRA_COMMANDS.append(("install-cron", register_install_cron))
-EXTRA_COMMANDS.append(("metrics", register_metrics))
-EXTRA_COMMANDS.append(("gaps", register_gaps))
+EXTRA_COMMANDS.append(("watchdog", "runner.ops.watchdog"))
+EXTRA_COMMANDS.append(("size", "runner.ops.size"))
+EXTRA_COMMANDS.append(("install-cron", "runner.ops.cron"))
+EXTRA_COMMANDS.append(("metrics", "runner.status.metrics"))
+EXTRA_COMMANDS.append(("gaps", "runner.status.gaps"))
 # The dataset (runner/catalog/): the catalog and what is made from it.
-EXTRA_COMMANDS.extend(dataset_commands())
+EXTRA_COMMANDS.extend(DATASET_COMMANDS)
 COMMANDS = ["run", "status", "stop", *(name for name, _ in EXTRA_COMMANDS)]
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names, else None (no command yet, a mistyped one, or ``--help``
+    before it: the whole tree is built, so argparse lists every choice)."""
+    for i, arg in enumerate(argv):
+        if arg in ("-h", "--help"):
+            return None
+        if arg.startswith("-") or (i and argv[i - 1] == "--config"):
+            continue
+        return arg if arg in COMMANDS else None
+    return None
 
 
 def _check_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
@@ -138,8 +152,8 @@ def _check_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser()
         argv = _with_default_command(argv, COMMANDS)
+        parser = build_parser(chosen_command(argv))
         _check_options(parser, argv)
         args = parser.parse_args(argv)
         config = read_config(args)
@@ -161,6 +175,8 @@ def read_config(args: argparse.Namespace) -> CollectorConfig:
 
 
 def _setup_logging(layout: DataLayout) -> None:
+    import logging.handlers
+
     layout.logs_dir.mkdir(parents=True, exist_ok=True)
     formatter = logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s")
     from scraper import settings as defaults

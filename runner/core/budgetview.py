@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 from scraper.budget.limits import identity_label
-from scraper.budget.store import NO_LIMIT, read_buckets
 from scraper.utils.layout import DataLayout
 from scraper.utils.units import format_duration
 
@@ -21,6 +20,8 @@ def budget_rows(layout: DataLayout, now: float | None = None) -> list[dict[str, 
     path = layout.budget_db
     if not path.exists():
         return []
+    from scraper.budget.store import read_buckets  # here: no file, no store to import
+
     now = time.time() if now is None else now
     try:
         conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
@@ -35,6 +36,8 @@ def budget_rows(layout: DataLayout, now: float | None = None) -> list[dict[str, 
 
 def rows_from_buckets(buckets: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
     """The budget's buckets (SQLite or Redis) as ``render_budget`` rows."""
+    from scraper.budget.store import NO_LIMIT
+
     rows = []
     for bucket in buckets:
         unlimited = bucket["source"] == NO_LIMIT  # an API without rate limits

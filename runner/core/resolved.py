@@ -3,9 +3,10 @@
 The runner writes it at start and after each accepted reload. A process the runner starts by
 exec (the catalog child) is given it as its ``--config``, and ``status`` and the watchdog judge
 the run by it (:func:`run_config`), so each runs on what the runner runs on, not on whatever the
-file says by then. It is JSON, which is YAML: ``load_config`` reads it like
-collector.yaml. Left out: the token (only the name of its variable is kept, as in the file),
-the Redis password (masked) and the webhook URL (which often carries a key).
+file says by then. It is JSON, which is YAML: ``load_config`` reads it like collector.yaml;
+:func:`run_config` reads it as JSON, with the same validation. Left out: the token (only the
+name of its variable is kept, as in the file), the Redis password (masked) and the webhook URL
+(which often carries a key).
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import dataclasses
 from dataclasses import replace
 from typing import Any
 
-from scraper.config.collector import SPIDER_NAMES, CollectorConfig, ConfigError, Secret, load_config
+from scraper.config.collector import (
+    SPIDER_NAMES,
+    CollectorConfig,
+    ConfigError,
+    Secret,
+    load_config_record,
+)
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import write_json_atomic
 from scraper.utils.urlmask import mask_url
@@ -60,7 +67,7 @@ def run_config(config: CollectorConfig) -> CollectorConfig:
     if not path.is_file():
         return config
     try:
-        recorded = load_config(path)
+        recorded = load_config_record(path)
     except ConfigError:
         return config
     return replace(recorded, redis_url=config.redis_url, notify=config.notify,

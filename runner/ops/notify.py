@@ -12,13 +12,14 @@ import base64
 import json
 import logging
 import threading
-import urllib.error
-import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from scraper.config.collector import CollectorConfig
 from scraper.utils.layout import DataLayout
+
+if TYPE_CHECKING:
+    import urllib.request
 
 WEBHOOK_TIMEOUT = 3.0
 """Seconds one POST may take, connect to last byte; chat webhooks answer in well under one."""
@@ -45,10 +46,13 @@ def post_webhook(url: str, text: str, layout: DataLayout,
     target, headers = _without_userinfo(url)
     headers.update({"Content-Type": "application/json", "User-Agent": "hubcollect"})
 
+    # Here: the watchdog and size, every minute, import urllib's HTTP stack only to post.
+    import urllib.request
+
     def send() -> None:
         request = urllib.request.Request(
             target, data=json.dumps({"text": text}).encode(), method="POST", headers=headers)
-        opener = urllib.request.build_opener(_SameOriginRedirects)
+        opener = urllib.request.build_opener(_same_origin_redirects())
         try:
             with opener.open(request, timeout=timeout) as response:
                 response.read(4096)
@@ -92,17 +96,23 @@ def _without_userinfo(url: str) -> tuple[str, dict[str, str]]:
     return urlunsplit(parts._replace(netloc=netloc)), {"Authorization": auth}
 
 
-class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow a redirect only within the webhook's origin: another host would get the message
-    (and urllib turns the POST into a GET there), so it is refused and logged instead."""
+def _same_origin_redirects() -> urllib.request.HTTPRedirectHandler:
+    """A redirect handler that follows a redirect only within the webhook's origin: another
+    host would get the message (and urllib turns the POST into a GET there), so it is refused
+    and logged instead. Defined when a webhook is posted, with urllib."""
+    import urllib.error
+    import urllib.request
 
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
-                         headers: Any, newurl: str) -> urllib.request.Request | None:
-        if origin(newurl) != origin(req.full_url):
-            raise urllib.error.HTTPError(
-                req.full_url, code, f"redirect to another origin ({origin(newurl)}) refused",
-                headers, fp)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+    class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                             headers: Any, newurl: str) -> urllib.request.Request | None:
+            if origin(newurl) != origin(req.full_url):
+                raise urllib.error.HTTPError(
+                    req.full_url, code, f"redirect to another origin ({origin(newurl)}) refused",
+                    headers, fp)
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return SameOriginRedirects()
 
 
 def log_to_runner_log(layout: DataLayout, name: str, level: int, message: str) -> None:

@@ -13,7 +13,6 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the runner's status and catalog read budgets without Scrapy
@@ -84,6 +83,8 @@ def http_date(text: str | None) -> float | None:
     """An HTTP date (``Date``, ``Retry-After``) as epoch seconds; None when unreadable."""
     if not text or not text.strip():
         return None
+    from email.utils import parsedate_to_datetime  # here: status and metrics never need it
+
     try:
         return parsedate_to_datetime(text.strip()).timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 from urllib.parse import urlsplit
 
-import yaml
-
 from scraper import settings as defaults
 from scraper.config.moved import update_moved
 from scraper.config.settingrules import ENV_NAME_RE as _ENV_NAME_RE
@@ -318,6 +316,21 @@ def load_config(explicit: str | os.PathLike[str] | None = None,
     return _with_environment(config, environ)
 
 
+def load_config_record(path: Path, environ: Mapping[str, str] | None = None) -> CollectorConfig:
+    """A config the runner recorded (``state/config.json``, :mod:`runner.core.resolved`), read
+    as the JSON it was written as and validated as a file's keys are: ``status``, ``metrics``
+    and the watchdog, every minute, then never load the YAML parser for it."""
+    import json
+
+    label = str(path)
+    try:
+        data = json.loads(_read_text(path, path))
+    except ValueError as exc:
+        raise ConfigError(f"{label}: invalid JSON: {_one_line(exc)}") from None
+    config = _build(_Reader(label), {} if data is None else data, path.absolute().parent, label)
+    return _with_environment(config, os.environ if environ is None else environ)
+
+
 def _with_environment(config: CollectorConfig, environ: Mapping[str, str]) -> CollectorConfig:
     token = environ.get(config.github.token_env) or None
     if token is None and config.github.token_file is not None:
@@ -388,6 +401,8 @@ def _read_text(path: Path, explicit: object = None) -> str:
 
 def parse_config(text: str, label: str, base_dir: Path | None = None) -> CollectorConfig:
     """Validate YAML ``text``; ``label`` names the file, ``base_dir`` anchors data_dir."""
+    import yaml  # here: a command that reads no file (the defaults) never pays for it
+
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runner.core.resolved import config_record
-from scraper.config.collector import load_config, parse_config
+from scraper.config.collector import ConfigError, load_config, load_config_record, parse_config
 from tests.support.collector import Collector, wait_for
 
 COUNTER = textwrap.dedent("""\
@@ -218,6 +218,25 @@ def test_resolved_record_reads_back_as_the_config_without_its_secrets(tmp_path: 
                  "health", "autoscale", "catalog_interval", "stop_timeout"):
         assert getattr(back, name) == getattr(config, name), name
     assert back.github.limits == config.github.limits and back.github.token is None
+    record = tmp_path / "config.json"
+    record.write_text(text)
+    # status and the watchdog read the record as JSON: the very config the YAML path gives
+    assert load_config_record(record, environ={}) == load_config(record, environ={})
+
+
+def test_a_bad_resolved_record_is_refused_as_the_yaml_path_refuses_it(tmp_path: Path) -> None:
+    record = tmp_path / "config.json"
+    for text, says in (('{"round_interval": -1}', "round_interval: -1 is not a duration"),
+                       ('{"spiders": {"dogs": {}}}', "dogs"), ("[1, 2]", ""),
+                       ('{"round_interval": ', "invalid JSON")):
+        record.write_text(text)
+        with pytest.raises(ConfigError) as as_json:
+            load_config_record(record, environ={})
+        assert says in str(as_json.value) and "\n" not in str(as_json.value)
+        if says != "invalid JSON":
+            with pytest.raises(ConfigError) as as_yaml:
+                load_config(record, environ={})
+            assert str(as_json.value) == str(as_yaml.value)
 
 
 def test_status_and_watchdog_judge_by_the_runs_config_not_an_unreloaded_edit(
