@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.common import REPO_ROOT, RESULTS_DIR, machine_info
+from benchmarks.common import REPO_ROOT, RESULTS_DIR, machine_info, source_tree
 from benchmarks.segmenthistory import START, History
 
 SEARCH_PER_HOUR = 400
@@ -106,11 +106,7 @@ def link_items(source: Path, target: Path, before: str | None) -> int:
 
 def old_code(rev: str, where: Path) -> Path:
     """``runner/`` and ``scraper/`` of git revision ``rev``, extracted under ``where``."""
-    where.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", rev, "runner", "scraper"], cwd=REPO_ROOT,
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
-    return where
+    return source_tree(rev, ("runner", "scraper"), where)
 
 
 def _free_port() -> int:
@@ -281,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the day the catch-up starts from (default: a quarter in, as the "
                              "issue's 268-day catch-up of a year)")
     parser.add_argument("--baseline", metavar="REV",
-                        help="also measure the catalog code of this git revision")
+                        help="also measure the catalog code of this git revision, or of a "
+                             "project directory")
     parser.add_argument("--out", type=Path, help="results JSON (default "
                         "benchmarks/results/catalogio.json, catalogio-Nd.json for other --days)")
     parser.add_argument("--workdir", type=Path, help="keep the data here (default: a "

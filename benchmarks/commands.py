@@ -18,12 +18,10 @@ dir. Says too whether each command imported Scrapy (``-X importtime``). Results:
 from __future__ import annotations
 
 import argparse
-import io
 import resource
 import shutil
 import statistics
 import subprocess
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from benchmarks.common import (
     machine_info,
     publish,
     runner_command,
+    source_tree,
     write_collector_config,
 )
 from benchmarks.datasize import make_data_dir
@@ -82,10 +81,7 @@ def compiled_tree(root: Path) -> None:
 
 def tree_at(commit: str, into: Path) -> Path:
     """The project's packages as ``commit`` had them, extracted under ``into``."""
-    archive = subprocess.run(["git", "archive", "--format=tar", commit, *PACKAGES],
-                             cwd=REPO_ROOT, capture_output=True, check=True, timeout=120).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
+    source_tree(commit, PACKAGES, into)
     compiled_tree(into)
     return into
 
@@ -147,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=365,
                         help="days of closed segments in the data dir (0: one round only)")
     parser.add_argument("--before", default="3611419", metavar="COMMIT",
-                        help="also run each command from this commit's tree ('': skip)")
+                        help="also run each command from this commit's tree, or a project "
+                             "directory's ('': skip)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "commands.json")
     args = parser.parse_args(argv)
     return publish(args.out, run(args.repeat, args.days, args.before), render)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import platform
@@ -20,6 +21,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +46,23 @@ server's starvation. So the server runs at ``SERVER_NICE`` when the benchmark ma
 priority (root), and the contenders at their normal priority; otherwise the contenders run at
 ``CONTENDER_NICE`` (which also puts them behind anything else running on the machine). Either
 way the server gets the CPU it asks for (it uses little) and the contenders share the rest."""
+
+
+def source_tree(rev: str, packages: Sequence[str], into: Path) -> Path:
+    """``packages`` as git revision ``rev`` had them, extracted under ``into``; or, where
+    ``rev`` is a directory (a copy of the project, as CI runs from, has no revisions), copied
+    from it."""
+    into.mkdir(parents=True, exist_ok=True)
+    if Path(rev).is_dir():
+        for name in packages:
+            shutil.copytree(Path(rev) / name, into / name,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        return into
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, *packages], cwd=REPO_ROOT,
+                             capture_output=True, check=True, timeout=120).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
 
 def can_raise_priority() -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,25 @@ def next_second() -> None:
     """Sleep into the next wall-clock second: item stamps (``collected_at``, ``observed_at``)
     are to the second, so a round started after this is stamped after every round before it."""
     time.sleep(1.0 - time.time() % 1.0 + 0.01)
+
+
+PEAK_LAUNCHER = """\
+import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+"""Runs a command and writes its peak RSS (KB) to a file. ``execve`` keeps the exec-ing
+process's high-water RSS in ``ru_maxrss``, so a command a pytest worker of 350 MB starts would
+report at least that; a small launcher forks it, and the fork's high-water is the launcher's."""
 
 
 @dataclass(frozen=True)
@@ -133,24 +153,22 @@ class Collector:
 
     def runner_measured(self, *args: str, timeout: float = 180) -> Measured:
         """``python -m runner ARGS`` with its stdout as bytes (``archive show`` prints a page
-        as served) and its own peak RSS, from ``wait4``."""
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen([*RUNNER, *args], cwd=self.home, env=self.env(),
-                                    stdout=out, stderr=err)
-            deadline = time.monotonic() + timeout
-            while True:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline:
-                    proc.kill()
-                    raise AssertionError(f"runner {' '.join(args)} ran past {timeout}s")
-                time.sleep(0.02)
-            proc.returncode = os.waitstatus_to_exitcode(status)
+        as served) and its own peak RSS (see :data:`PEAK_LAUNCHER`)."""
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                tempfile.NamedTemporaryFile("r") as peak:
+            proc = subprocess.Popen([sys.executable, "-c", PEAK_LAUNCHER, peak.name, *RUNNER,
+                                     *args], cwd=self.home, env=self.env(), stdout=out,
+                                    stderr=err, start_new_session=True)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise AssertionError(f"runner {' '.join(args)} ran past {timeout}s") from None
             out.seek(0)
             err.seek(0)
             return Measured(proc.returncode, out.read(), err.read().decode(),
-                            usage.ru_maxrss / 1024)
+                            int(peak.read()) / 1024)
 
     def start_runner(self, *args: str, env: dict[str, str] | None = None
                      ) -> subprocess.Popen[str]:
