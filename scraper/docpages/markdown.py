@@ -102,6 +102,10 @@ Skip = Callable[[etree._Element], bool]
 _NOT_TOKEN_CLASSES = (LINE_NUMBER_CLASSES | CODE_LABEL_CLASSES | TWOSLASH_ANNOTATIONS
                       | {HIDDEN_LABEL, "conum"})
 
+# Tags whose start or end in a code block does more than take the text: a line break, a line's
+# block, what is never code, an AsciiDoc callout's ``<b>``.
+_NOT_PLAIN_IN_CODE = CODE_LINE_BLOCKS | INVISIBLE | {"br", "b"}
+
 
 @dataclass(frozen=True, slots=True)
 class Converted:
@@ -290,7 +294,11 @@ class Walker:
                     skipped = element
                     continue
                 self.start(element)
-                if element.text:
+                if self.stack[-1].element is element and self.stack[-1].kind == "pre" and \
+                        self.only_tokens(element):
+                    self.add_code(element)
+                    walker.skip_subtree()  # the next event is this block's own "end"
+                elif element.text:
                     self.add_text(element.text)
             else:
                 self.end(element)
@@ -310,6 +318,30 @@ class Walker:
         if known is None:
             known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
         return known
+
+    def only_tokens(self, block: etree._Element) -> bool:
+        """Whether every element in a code block is only code: a tag that neither breaks a
+        line nor hides (``start``, ``hidden_in_code``), with no style and no class that is not
+        a token's (``is_token``). The walk would take each one's text and tail as they come,
+        what ``add_code`` takes in one call."""
+        is_token = self.is_token
+        for element in block.iterdescendants():
+            tag = element.tag
+            if not isinstance(tag, str) or tag in _NOT_PLAIN_IN_CODE or not tag.islower() or \
+                    not is_token(element):
+                return False
+        return True
+
+    def add_code(self, block: etree._Element) -> None:
+        """``add_text`` of every text and tail in ``block`` (its own text first), in order."""
+        pieces = [text for text in block.itertext() if text]
+        self.text.extend(pieces)
+        if self.in_heading:
+            self.heading_text.extend(pieces)
+        top = self.stack[-1]
+        if top.fragment:
+            pieces = [text for text in pieces if "\n" not in text or text.strip()]
+        top.inline.extend(pieces)
 
     def hidden(self, element: etree._Element) -> bool:
         tag = element.tag
