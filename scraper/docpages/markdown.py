@@ -97,8 +97,9 @@ _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
 
 Skip = Callable[[etree._Element], bool]
 # Classes that make an element in code something other than code (visible.not_code's): a
-# ``<span>`` in a code block with none of them and no style is a highlighter's token, written
-# as it is. Most of a page's elements are such tokens.
+# ``<span>`` in a code block with none of them and no ``user-select`` in its style (Shiki's and
+# Prism's tokens carry their colour there) is a highlighter's token, written as it is. Most of
+# a page's elements are such tokens.
 _NOT_TOKEN_CLASSES = (LINE_NUMBER_CLASSES | CODE_LABEL_CLASSES | TWOSLASH_ANNOTATIONS
                       | {HIDDEN_LABEL, "conum"})
 
@@ -309,8 +310,9 @@ class Walker:
 
     def is_token(self, element: etree._Element) -> bool:
         """A code block's ``<span>`` that is only code (see ``hidden_in_code``)."""
-        if element.get("style") is not None:
-            return False
+        style = element.get("style")
+        if style is not None and "user-select" in style:
+            return False  # maybe ``unselectable``
         value = element.get("class")
         if value is None:
             return True
@@ -321,8 +323,8 @@ class Walker:
 
     def only_tokens(self, block: etree._Element) -> bool:
         """Whether every element in a code block is only code: a tag that neither breaks a
-        line nor hides (``start``, ``hidden_in_code``), with no style and no class that is not
-        a token's (``is_token``). The walk would take each one's text and tail as they come,
+        line nor hides (``start``, ``hidden_in_code``), with neither a class nor a style that
+        is not a token's (``is_token``). The walk would take each one's text and tail as they come,
         what ``add_code`` takes in one call."""
         is_token = self.is_token
         for element in block.iterdescendants():
