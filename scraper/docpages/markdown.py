@@ -97,10 +97,24 @@ _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?: |$)")
 
 Skip = Callable[[etree._Element], bool]
 # Classes that make an element in code something other than code (visible.not_code's): a
-# ``<span>`` in a code block with none of them and no style is a highlighter's token, written
-# as it is. Most of a page's elements are such tokens.
+# ``<span>`` in a code block with none of them and no ``user-select`` in its style (Shiki's and
+# Prism's tokens carry their colour there) is a highlighter's token, written as it is. Most of
+# a page's elements are such tokens.
 _NOT_TOKEN_CLASSES = (LINE_NUMBER_CLASSES | CODE_LABEL_CLASSES | TWOSLASH_ANNOTATIONS
                       | {HIDDEN_LABEL, "conum"})
+
+# Tags whose start or end in a code block does more than take the text: a line break, a line's
+# block, what is never code, an AsciiDoc callout's ``<b>``.
+_NOT_PLAIN_IN_CODE = CODE_LINE_BLOCKS | INVISIBLE | {"br", "b"}
+# A code block as ``Walker.code_kind`` finds it.
+PLAIN, BROKEN, MIXED = range(3)
+
+
+def _is_gutter(span: etree._Element) -> bool:
+    """A ``<span>`` that ``hidden_in_code`` leaves out as a line number, by its class alone."""
+    style = span.get("style")
+    return (style is None or "user-select" not in style) and \
+        bool(classes(span) & LINE_NUMBER_CLASSES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +304,12 @@ class Walker:
                     skipped = element
                     continue
                 self.start(element)
-                if element.text:
+                kind = MIXED if self.stack[-1].element is not element or \
+                    self.stack[-1].kind != "pre" else self.code_kind(element)
+                if kind != MIXED:
+                    self.add_code(element, kind)
+                    walker.skip_subtree()  # the next event is this block's own "end"
+                elif element.text:
                     self.add_text(element.text)
             else:
                 self.end(element)
@@ -301,8 +320,9 @@ class Walker:
 
     def is_token(self, element: etree._Element) -> bool:
         """A code block's ``<span>`` that is only code (see ``hidden_in_code``)."""
-        if element.get("style") is not None:
-            return False
+        style = element.get("style")
+        if style is not None and "user-select" in style:
+            return False  # maybe ``unselectable``
         value = element.get("class")
         if value is None:
             return True
@@ -310,6 +330,61 @@ class Walker:
         if known is None:
             known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
         return known
+
+    def code_kind(self, block: etree._Element) -> int:
+        """How plain a code block is: ``PLAIN`` when every element in it is only code (a tag
+        that neither breaks a line nor hides, ``start`` and ``hidden_in_code``, with neither a
+        class nor a style that is not a token's, ``is_token``); ``BROKEN`` when the others are
+        only ``<br>`` and empty line-number ``<span>``; else ``MIXED``, for the walk. What the
+        walk would do with the first two ``add_code`` does in one call."""
+        kind = PLAIN
+        is_token = self.is_token
+        for element in block.iterdescendants():
+            tag = element.tag
+            if not isinstance(tag, str) or not tag.islower():
+                return MIXED
+            if tag not in _NOT_PLAIN_IN_CODE and is_token(element):
+                continue
+            if tag == "br" or (tag == "span" and not len(element) and _is_gutter(element)):
+                kind = BROKEN
+                continue
+            return MIXED
+        return kind
+
+    def add_code(self, block: etree._Element, kind: int) -> None:
+        """``add_text`` of every text and tail in ``block`` (its own text first), in order; a
+        line break for a ``<br>``, a line number left out (``hidden_in_code``)."""
+        top = self.stack[-1]
+        if kind == PLAIN:
+            pieces = [text for text in block.itertext() if text]
+            inline = pieces
+        else:
+            pieces, inline = [], []
+            if block.text:
+                pieces.append(block.text)
+                inline.append(block.text)
+            for event, element in etree.iterwalk(block, events=("start", "end")):
+                if element is block:
+                    continue
+                if event == "start":
+                    if element.tag == "br":
+                        inline.append("\n")
+                        continue
+                    if not self.is_token(element):
+                        top.numbers = True
+                        continue
+                    text = element.text
+                else:
+                    text = element.tail
+                if text:
+                    pieces.append(text)
+                    inline.append(text)
+        self.text.extend(pieces)
+        if self.in_heading:
+            self.heading_text.extend(pieces)
+        if top.fragment:
+            inline = [text for text in inline if "\n" not in text or text.strip()]
+        top.inline.extend(inline)
 
     def hidden(self, element: etree._Element) -> bool:
         tag = element.tag

@@ -122,6 +122,34 @@ def test_constructs_the_fixtures_lack() -> None:
         "3. three\n4. four\n   - deep")
 
 
+# Code blocks the walker reads in one call (markdown.Walker.code_kind): tokens with classes and
+# colour styles, nested, a <br>, Sphinx's line numbers, a leading newline, a Doxygen fragment.
+_PLAIN_CODE_BLOCKS = (
+    '<pre>\n<span></span><span class="kn">import</span> <span class="nn">os</span>\n</pre>',
+    '<div class="highlight-python"><pre><span class="linenos">1</span><span class="k">def</span>'
+    ' <span class="nf">f</span>():\n<span class="linenos">2</span>    <span class="k">pass'
+    '</span>\n</pre></div>',
+    '<pre><code class="language-ts"><span class="line"><span style="color:#F97583">const'
+    '</span><span style="color:#E1E4E8"> a </span></span>\n<a href="/x">b</a> *_`</code></pre>',
+    "<pre>first<br>second<br/><span>third</span> <i>fourth</i></pre>",
+    '<div class="fragment"><span>a</span>\n  \n<span>b</span></div>',
+    '<pre><span class="lnt">1\n</span>code <span class="lnt">2\n</span>more</pre>',
+)
+
+
+@pytest.mark.parametrize("block", _PLAIN_CODE_BLOCKS)
+def test_a_code_block_read_in_one_call_is_what_the_walk_writes(block: str) -> None:
+    """A comment in the block sends it through the element-by-element walk, which writes the
+    same (a comment is never shown): markdown, text and fidelity must not tell them apart."""
+    walked = block.replace("</pre>", "<!-- walk --></pre>", 1) if "</pre>" in block else \
+        block.replace("</div>", "<!-- walk --></div>", 1)
+    fast, slow = convert(f"<p>Before.</p>{block}<p>After.</p>"), \
+        convert(f"<p>Before.</p>{walked}<p>After.</p>")
+    assert "walk" not in slow.markdown
+    assert (fast.markdown, fast.text, fast.fidelity) == (slow.markdown, slow.text, slow.fidelity)
+    assert fast.fidelity.code_blocks == 1
+
+
 def test_deeply_nested_and_huge_pages_never_raise() -> None:
     deep = convert("<div>" * 1600 + "<p>deep inside</p>" + "</div>" * 1600)
     assert deep.text == "deep inside" and deep.markdown == "deep inside"
