@@ -94,3 +94,13 @@ def test_the_stream_is_capped_and_expires(redis_server: Any, redis_url: str,
     # Trimmed whole radix-tree nodes at a time (MAXLEN ~): at most one node over the cap.
     assert client.xlen(KEYS.ledger) <= 10 + 100
     assert 0 < client.ttl(KEYS.ledger) <= defaults.LEDGER_STREAM_TTL
+
+
+def test_an_unreachable_redis_is_one_line_without_its_password(tmp_path: Path) -> None:
+    from runner.catalog.clusterledger import merge_or_say
+    from tests.support.cluster import free_port
+
+    said: list[str] = []
+    merge_or_say(f"redis://:s3cret-pw@127.0.0.1:{free_port()}/0", tmp_path, said.append)
+    assert len(said) == 1 and "s3cret-pw" not in said[0], said
+    assert said[0].startswith("gap ledger: Redis redis://") and "as last merged here" in said[0]
