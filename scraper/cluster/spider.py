@@ -180,9 +180,10 @@ class DistributedSpider(RedisMixin):
                 look, [encode_request(r) for r in requests])
             commands += self.seed_extra(round_id, requests)
             stamp = stamp_ms()
-            commands += plan_commands(self.keys, self.name, round_id, stamp,
-                                      getattr(self, "ledger_kind", "entry"), requests,
-                                      this_box(self.crawler))
+            if self.crawler.settings.getbool("LEDGER_ENABLED"):  # else no box records outcomes
+                commands += plan_commands(self.keys, self.name, round_id, stamp,
+                                          getattr(self, "ledger_kind", "entry"), requests,
+                                          this_box(self.crawler))
             self.round.run(commands)
             self.round.round_id = round_id
             self.round.ledger_round = stamp
