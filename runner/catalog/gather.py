@@ -249,7 +249,19 @@ def _gather(client: Any, keys: Keys, box: Box, layout: DataLayout, take_over: bo
         except OSError as exc:  # a full disk: what is not drained stays in Redis
             warn(f"{exc.filename or layout.items_root}: {exc.strerror}; the segments not "
                  "drained yet stay in Redis for the next run")
+        merge_ledger(client, keys, layout, warn)
     return True
+
+
+def merge_ledger(client: Any, keys: Keys, layout: DataLayout, warn: Say) -> None:
+    """The cluster's gap ledger into this box's, for the catalog's ``fetch_ledger``."""
+    from runner.catalog.clusterledger import merge_cluster_ledger
+
+    try:
+        merge_cluster_ledger(client, keys, layout.state_dir)
+    except OSError as exc:
+        warn(f"gap ledger: {exc.filename or layout.state_dir}: {exc.strerror or exc}; the "
+             "cluster's events stay in Redis for the next run")
 
 
 def remove_confirmed_segments(layout: DataLayout, keep_days: int,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
 from datetime import date, datetime
@@ -51,6 +52,11 @@ def register(parser: argparse.ArgumentParser,
 
 def cmd_gaps(args: argparse.Namespace, config: CollectorConfig) -> int:
     since = args.since or since_hours(DEFAULT_DAYS * 24)
+    if config.redis_url:  # the cluster's events, from every box, copied here first
+        from runner.catalog.clusterledger import merge_or_say
+
+        merge_or_say(config.redis_url, DataLayout(config.data_dir).state_dir,
+                     lambda line: print(line, file=sys.stderr))
     spans = gap_spans(scheduled_fetches(DataLayout(config.data_dir).state_dir, since))
     if args.json:
         print(json.dumps([span.as_dict() for span in spans], indent=1))

@@ -191,6 +191,7 @@ class SpiderRound:
         self.round_id = 0
         self.joined = False  # the spider has joined or seeded a round: its per-round state is set
         self.reclaimed = 0  # other workers' leases this one gave back to the queue
+        self.ledger_round = ""  # the round's stamp in the gap ledger (scraper/cluster/ledger.py)
         self._pop_token = secrets.token_hex(8)
         client = link.client
         self._pop_start = client.register_script(POP_START)

@@ -36,12 +36,14 @@ from scrapy.utils.asyncio import sleep
 from scrapy_redis.spiders import RedisMixin
 
 from scraper.cluster.leases import LEASE_META, Leased
+from scraper.cluster.ledger import LEDGER_ROUND_FIELD, plan_commands, this_box
 from scraper.cluster.rounds import SpiderRound, get_round
 from scraper.docpages.sites import site_prefix
 from scraper.redis import defaults
 from scraper.redis.connection import RedisLink, RedisUnavailable, get_link
 from scraper.redis.keys import Keys
 from scraper.utils.engine import call_later, engine_closing
+from scraper.utils.ledger import stamp_ms
 from scraper.utils.sharding import UNSHARDED, Shard
 
 if TYPE_CHECKING:
@@ -169,6 +171,7 @@ class DistributedSpider(RedisMixin):
             look = self.round.look()
             if look.decide() == "join":
                 self.round.round_id = look.round_id
+                self.round.ledger_round = self._ledger_round()
                 self.seeded = False
                 self.joined_round(look.round_id)
                 return
@@ -176,8 +179,14 @@ class DistributedSpider(RedisMixin):
             round_id, commands = self.round.seed_commands(
                 look, [encode_request(r) for r in requests])
             commands += self.seed_extra(round_id, requests)
+            stamp = stamp_ms()
+            if self.crawler.settings.getbool("LEDGER_ENABLED"):  # else no box records outcomes
+                commands += plan_commands(self.keys, self.name, round_id, stamp,
+                                          getattr(self, "ledger_kind", "entry"), requests,
+                                          this_box(self.crawler))
             self.round.run(commands)
             self.round.round_id = round_id
+            self.round.ledger_round = stamp
             self.seeded = True
             self.joined_round(round_id)
             self.crawler.stats.set_value("distributed/seeded_entries", len(requests))
@@ -187,6 +196,10 @@ class DistributedSpider(RedisMixin):
             # Expired (it has a TTL) or Redis is gone: nothing to give back then.
             with contextlib.suppress(LockError, RedisUnavailable):
                 lock.release()
+
+    def _ledger_round(self) -> str:
+        stamp = self.server.hget(self.keys.round(self.name), LEDGER_ROUND_FIELD)
+        return stamp.decode() if isinstance(stamp, bytes) else str(stamp or "")
 
     async def _unsharded_start(self) -> list[Request]:
         """The collector spider's own ``start()`` over its whole start list."""

@@ -24,6 +24,7 @@ STORAGES = {
 }
 WORKER_EXTENSION = "scraper.cluster.heartbeat.DistributedWorker"
 SHIPPER_EXTENSION = "scraper.cluster.shipping.SegmentShipper"
+LEDGER_EXTENSION = "scraper.cluster.ledger.ClusterLedger"
 SCRAPY_ROBOTSTXT = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ROBOTSTXT = "scraper.downloadermiddlewares.robotstxt.SharedRobotsTxtMiddleware"
 LEASE_ACKS_SPIDER = "scraper.cluster.leases.LeaseAckSpiderMiddleware"
@@ -79,4 +80,5 @@ def configure(settings: BaseSettings, url: str) -> None:
     # stats when WorkerState writes the round's final record.
     extensions[WORKER_EXTENSION] = -1
     extensions[SHIPPER_EXTENSION] = 0
+    extensions[LEDGER_EXTENSION] = 0
     settings.set("EXTENSIONS", extensions, priority="project")

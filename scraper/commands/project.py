@@ -29,7 +29,8 @@ ROUND_BOOKKEEPING = {
     "EXTENSIONS": ("scraper.extensions.workerstate.WorkerState",
                    "scraper.extensions.summary.RoundSummary",
                    "scraper.extensions.logrotate.LogRotation",
-                   "scraper.extensions.ledger.FetchLedger"),
+                   "scraper.extensions.ledger.FetchLedger",
+                   "scraper.cluster.ledger.ClusterLedger"),
     "SPIDER_MIDDLEWARES": ("scraper.dedup.deltafetch.ShardedDeltaFetch",),
     # A round's If-None-Match: a page asked by hand is shown whole, never as a bodiless 304
     # (which Scrapy's shell drops without a word), and leaves no ETag for the next round.

@@ -10,7 +10,8 @@ spider's later verdict on an answer (a trending page that parsed to zero rows); 
 A worker killed mid-round writes no more: its unreported fetches read as ``silent``.
 
 Not in the distributed mode (``COLLECTOR_DISTRIBUTED``): there a fetch one box plans may be
-taken by another, which this per-worker file cannot tell.
+taken by another, which this per-worker file cannot tell; :mod:`scraper.cluster.ledger` keeps
+the ledger in Redis instead.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
 
 from scraper.signals import fetch_done, fetch_judged, fetch_sent
 from scraper.utils.diskspace import DISK_FULL_REASON
@@ -71,8 +73,7 @@ class FetchLedger:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FetchLedger:
-        settings = crawler.settings
-        if not settings.getbool("LEDGER_ENABLED") or settings.getbool("COLLECTOR_DISTRIBUTED"):
+        if not cls.enabled(crawler.settings):
             raise NotConfigured
         extension = cls(crawler)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
@@ -81,6 +82,10 @@ class FetchLedger:
         crawler.signals.connect(extension.fetch_done, signal=fetch_done)
         crawler.signals.connect(extension.fetch_judged, signal=fetch_judged)
         return extension
+
+    @classmethod
+    def enabled(cls, settings: BaseSettings) -> bool:
+        return settings.getbool("LEDGER_ENABLED") and not settings.getbool("COLLECTOR_DISTRIBUTED")
 
     def spider_opened(self, spider: Any) -> None:
         plan = getattr(spider, "ledger_plan", None)

@@ -28,6 +28,14 @@ SEED_LOCK_TTL = 10.0
 SITE_SET_TTL = 2 * 86400
 """docs' per-site sets belong to one round; they expire on their own."""
 
+# --- the gap ledger ------------------------------------------------------------------------------
+LEDGER_STREAM_MAXLEN = 50_000
+"""Events the cluster's ledger stream keeps (200-320 bytes of JSON each: about 12 MB at most);
+days of rounds at the defaults, where the dataset box copies them to its state/ledger/ at each
+``catalog`` (every ``catalog_interval``) and ``gaps``."""
+LEDGER_STREAM_TTL = 14 * 86400
+"""The stream expires this long after its last event: a cluster taken down leaves no key."""
+
 # --- dedup stores --------------------------------------------------------------------------------
 LINKS_TTL_MARGIN = 86400
 """A page's stored links outlive its "collected" record by this much: a skipped page always has

@@ -32,6 +32,9 @@ Redis can serve several collectors (or test runs) side by side::
     {p}:budget:state                   str   the GitHub budget's tables (JSON snapshot)
     {p}:budget:lock                    str   held for one budget transaction
     {p}:budget:etag:{identity}:{sha1}  str   last ETag of a search page; TTL 30 days
+    {p}:ledger                         stream the gap ledger's events of every box (JSON
+                                             lines: plans, sends, outcomes, closes), capped
+                                             and expiring (scraper/cluster/ledger.py)
     {p}:proc:{id}                      str   a live worker process (JSON); TTL, heartbeats
     {p}:runner:{host}:{pid}            str   a live runner (JSON); TTL, heartbeats
     {p}:boxes                          hash  box (host:data_dir) → its runner's last heartbeat
@@ -176,6 +179,10 @@ class Keys:
 
     def etag(self, identity: str, url: str) -> str:
         return f"{self.prefix}:budget:etag:{identity}:{_digest(url)}"
+
+    @property
+    def ledger(self) -> str:
+        return f"{self.prefix}:ledger"
 
     def proc(self, proc_id: int | str) -> str:
         return f"{self.prefix}:proc:{proc_id}"

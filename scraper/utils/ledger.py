@@ -44,7 +44,11 @@ SILENT = "silent"
 OUTCOMES = (DATA, NOT_MODIFIED, FAILED, SKIPPED, SILENT)
 YIELDED = frozenset({DATA, NOT_MODIFIED})
 """Outcomes that are no gap: the data came, or the source said it had not changed."""
-_RANK = {FAILED: 0, SKIPPED: 1, DATA: 2, NOT_MODIFIED: 3}
+_RANK = {FAILED: 0, SKIPPED: 1, DATA: 2, NOT_MODIFIED: 3, SILENT: 4}
+"""A written ``silent`` (the cluster's merge: :mod:`runner.catalog.clusterledger`) ranks last:
+the box that takes the fetch over later records what really came of it."""
+CLUSTER_SHARD = "cluster"
+"""The shard of a distributed round: every box of the cluster worked from one queue."""
 
 LEDGER_META = "ledger_key"
 """Request meta naming the scheduled fetch a request serves (set by the spiders)."""
@@ -165,6 +169,8 @@ def _apply(rounds: dict[tuple[str, str, str], _Round], record: dict[str, Any]) -
     kind = record.get("t")
     ident = (str(record.get("spider")), str(record.get("shard")), record["round"])
     if kind == "plan":
+        if ident in rounds:
+            return  # copied twice (the cluster's merge killed before it noted how far it got)
         keys = record.get("keys")
         rounds[ident] = _Round(ident[0], ident[1], ident[2], str(record.get("kind", "")),
                                int(record.get("pid") or 0),
@@ -199,6 +205,8 @@ def scheduled_fetches(state_dir: Path, since: str | None = None, *,
                 continue
             running = (not r.closed and index == len(rounds) - 1 and r.pid > 0
                        and pid_alive(r.pid))
+            if r.shard == CLUSTER_SHARD:  # its end is decided in Redis, and written as a close
+                running = not r.closed
             if running and settled_only:
                 continue
             for key in r.keys:

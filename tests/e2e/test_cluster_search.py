@@ -26,6 +26,7 @@ from scraper.slicing.slices import RESULTS_CAP, Range, Slice, parse_query
 from scraper.stores.memory import MemoryOutage, space
 from tests.support.cluster import (
     finish,
+    runner_in_process,
     runner_workers,
     start_runners,
 )
@@ -154,6 +155,21 @@ def test_later_rounds_reuse_the_cluster_plan_and_etags(cluster_rounds: dict[str,
         filters = [parse_search(Slice.from_json(entry).query(base))[1]
                    for entry in second["plans"][query]]
         assert all(sum(1 for f in filters if f(repo)) == 1 for repo in repos), query
+
+
+def test_the_cluster_ledger_accounts_for_every_query_of_every_round(
+        cluster_rounds: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    from scraper.utils.ledger import scheduled_fetches
+
+    box = cluster_rounds["boxes"][0]
+    code, out = runner_in_process(box, capsys, "gaps", "--json")
+    assert code == 0 and json.loads(out) == [], out
+    rounds: dict[str, dict[str, str]] = {}
+    for fetch in scheduled_fetches(box.data_dir / "state"):
+        rounds.setdefault(fetch.round, {})[fetch.key] = fetch.outcome
+    # Each query of each round, whichever boxes fetched its pages; the third all 304s.
+    assert list(rounds.values()) == [dict.fromkeys(QUERIES, "data")] * 2 + [
+        dict.fromkeys(QUERIES, "not_modified")], rounds
 
 
 # --- the rules, in-process ------------------------------------------------------------------

@@ -63,6 +63,9 @@ def redis_contents(client: Any) -> dict[bytes, list[bytes]]:
             parts += client.lrange(key, 0, -1)
         elif kind == "set":
             parts += list(client.smembers(key))
+        elif kind == "stream":
+            parts += [b for _, fields in client.xrange(key) for pair in fields.items()
+                      for b in pair]
         else:
             raise AssertionError(f"{key!r}: a {kind} — read it here too")
         contents[key] = parts
