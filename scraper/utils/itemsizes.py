@@ -90,8 +90,17 @@ def forget_all(layout: DataLayout) -> None:
 
 
 def recount(layout: DataLayout, spider: str, now: float) -> dict[str, float]:
-    """Count ``spider``'s closed segments (a listing of its directory) and keep the count."""
-    with _locked(layout, spider):
+    """Count ``spider``'s closed segments (a listing of its directory) and keep the count.
+
+    A reader (``status`` on a full disk) gets the count whatever happens to keeping it: a lock
+    file that cannot be made, or a record that cannot be written, leaves the counting to the
+    next reader."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(_locked(layout, spider))
+            locked = True
+        except OSError:
+            locked = False
         total = files = 0
         with contextlib.suppress(FileNotFoundError), os.scandir(layout.items_dir(spider)) as it:
             for entry in it:
@@ -100,7 +109,9 @@ def recount(layout: DataLayout, spider: str, now: float) -> dict[str, float]:
                         total += entry.stat(follow_symlinks=False).st_blocks * 512
                         files += 1
         record = {"bytes": total, "files": files, "counted_at": now}
-        write_json_atomic(_record(layout, spider), record)
+        if locked:
+            with contextlib.suppress(OSError):
+                write_json_atomic(_record(layout, spider), record)
         return record
 
 

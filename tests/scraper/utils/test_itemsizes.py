@@ -75,3 +75,27 @@ def test_what_removes_closed_files_makes_the_next_reader_count_again(
     monkeypatch.setattr(time, "time", lambda: later)
     assert datasize.data_bytes(layout, recount_after=itemsizes.RECOUNT_EVERY) == \
         data_size(tmp_path)
+
+
+def test_a_reader_on_a_full_disk_gets_the_count_without_keeping_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``status`` on a full disk: the recount cannot write its record (nor make its lock file),
+    and the reader still gets the size; the next reader counts again."""
+    clock = fake_clock(monkeypatch)
+    layout = DataLayout(tmp_path)
+    store_round(tmp_path, [search_item(0)])
+    clock[0] += 3600  # the next round closes the first segment
+    store_round(tmp_path, [search_item(n) for n in range(20)])
+    itemsizes.forget(layout, "search")
+    walked = sum(path.stat().st_blocks * 512 for path in layout.items_dir("search").iterdir()
+                 if path.name.endswith(itemsizes.CLOSED_SUFFIXES))
+    assert walked > 0
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(itemsizes, "write_json_atomic", full)
+    assert itemsizes.closed_bytes(layout, "search") == walked
+    monkeypatch.setattr(itemsizes, "open_private", full)
+    assert itemsizes.closed_bytes(layout, "search") == walked
+    assert not (layout.state_dir / "sizes" / "search.json").exists()
