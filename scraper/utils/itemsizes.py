@@ -15,11 +15,17 @@ dir.
 A record older than :data:`RECOUNT_EVERY` is counted again by the runner's size sample (not
 by ``status``): a file you gzip or remove by hand, or a kill between a close and its record,
 shows in the total within a day.
+
+No one waits on the lock for long (:data:`LOCK_WAIT`): its holder may be stopped (SIGSTOP, ^Z, a
+hung runner mid-sample), and the watchdog that is to restart that runner, a ``status`` and a
+worker closing its segment must not hang behind it. A reader then counts without keeping, and a
+close or a ``forget`` drops the record unlocked, so the next reader counts again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import time
@@ -33,6 +39,13 @@ from scraper.utils.statefile import open_private, read_json, write_json_atomic
 CLOSED_SUFFIXES = (".jsonl", ".jsonl.gz")
 RECOUNT_EVERY = 86400.0
 """Seconds after which the size sample counts a spider's closed segments again."""
+LOCK_WAIT = 5.0
+"""Seconds to wait for a spider's sizes lock; a recount of a year's segments holds it ~1 s."""
+LOCK_POLL = 0.05
+
+
+class SizesLockBusy(OSError):
+    """The sizes lock stayed held for :data:`LOCK_WAIT` seconds."""
 
 
 def blocks(path: Path) -> int:
@@ -49,9 +62,19 @@ def _record(layout: DataLayout, spider: str) -> Path:
 
 @contextmanager
 def _locked(layout: DataLayout, spider: str) -> Iterator[None]:
-    fd = open_private(layout.state_dir / "sizes" / f"{spider}.lock")
+    path = layout.state_dir / "sizes" / f"{spider}.lock"
+    fd = open_private(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise SizesLockBusy(errno.EWOULDBLOCK, f"held for {LOCK_WAIT:g} s",
+                                        str(path)) from None
+                time.sleep(LOCK_POLL)
         yield
     finally:
         os.close(fd)
@@ -63,7 +86,13 @@ def closing(items_dir: Path) -> Iterator[Callable[[Path], None]]:
     {spider}``): the caller passes the closed file to the function yielded, which counts it."""
     layout, spider = DataLayout(items_dir.parent.parent), items_dir.name
     added: list[Path] = []
-    with _locked(layout, spider):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(_locked(layout, spider))
+        except SizesLockBusy:
+            yield added.append
+            _record(layout, spider).unlink(missing_ok=True)
+            return
         yield added.append
         record = read_json(_record(layout, spider))
         if record is None or not added:
@@ -79,7 +108,9 @@ def closing(items_dir: Path) -> Iterator[Callable[[Path], None]]:
 def forget(layout: DataLayout, spider: str) -> None:
     """Closed files of ``spider`` were removed or added otherwise than by a close: its record
     goes, and the next reader counts the directory again."""
-    with _locked(layout, spider):
+    with contextlib.ExitStack() as stack:
+        with contextlib.suppress(SizesLockBusy):
+            stack.enter_context(_locked(layout, spider))
         _record(layout, spider).unlink(missing_ok=True)
 
 

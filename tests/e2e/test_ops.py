@@ -171,8 +171,13 @@ def test_watchdog_stops_and_restarts_a_hung_runner(ops: Ops) -> None:
     status["runner"]["updated_at"] = time.time() - 725
     status["runner"]["updated_monotonic"] = time.monotonic() - 725
     ops.layout.status_file.write_text(json.dumps(status))
-
-    result = ops.run("watchdog")
+    # hung in its size sample: the lock it holds must not hang the watchdog behind it
+    sizes_lock = os.open(ops.layout.state_dir / "sizes" / "docs.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(sizes_lock, fcntl.LOCK_EX)
+        result = ops.run("watchdog")
+    finally:
+        os.close(sizes_lock)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 2, result.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from dataclasses import replace
@@ -99,3 +100,34 @@ def test_a_reader_on_a_full_disk_gets_the_count_without_keeping_it(
     monkeypatch.setattr(itemsizes, "open_private", full)
     assert itemsizes.closed_bytes(layout, "search") == walked
     assert not (layout.state_dir / "sizes" / "search.json").exists()
+
+
+@pytest.mark.timeout(30)
+def test_a_stopped_holder_of_the_sizes_lock_stops_no_reader_and_no_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process stopped while it holds a spider's sizes lock (a hung runner mid-sample, a
+    ``status`` at ^Z): a reader still gets the count, without keeping it, a segment still closes
+    and ``forget`` still forgets; the next reader after it is gone counts and keeps again."""
+    clock = fake_clock(monkeypatch)
+    monkeypatch.setattr(itemsizes, "LOCK_WAIT", 0.3)
+    layout = DataLayout(tmp_path)
+    record = layout.state_dir / "sizes" / "search.json"
+    store_round(tmp_path, [search_item(0)])
+    clock[0] += 3600  # the next round closes the first segment
+    store_round(tmp_path, [search_item(n) for n in range(20)])
+    assert datasize.data_bytes(layout) == data_size(tmp_path)
+    assert record.exists()
+    # flock locks belong to an open file: a second open of the lock file is another holder
+    holder = os.open(layout.state_dir / "sizes" / "search.lock", os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        clock[0] += 3600
+        store_round(tmp_path, [search_item(n) for n in range(40)])  # closes the second one
+        assert not record.exists()  # the close could not add its file: the record went
+        assert datasize.data_bytes(layout) == data_size(tmp_path)
+        assert not record.exists()  # counted, not kept
+        itemsizes.forget(layout, "search")
+    finally:
+        os.close(holder)
+    assert datasize.data_bytes(layout) == data_size(tmp_path)
+    assert record.exists()
