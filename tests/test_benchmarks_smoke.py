@@ -6,6 +6,7 @@ ran and reported.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -319,8 +320,9 @@ def test_pagecost_tiny_measures_both_spiders_against_plain_scrapy(tmp_path: Path
 
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) is None
-                    or not Path(sysconfig.get_paths()["include"], "Python.h").exists(),
-                    reason="no C compiler or no Python headers for mypyc")
+                    or not Path(sysconfig.get_paths()["include"], "Python.h").exists()
+                    or importlib.util.find_spec("setuptools") is None,
+                    reason="mypyc cannot build here: no C compiler, Python headers or setuptools")
 def test_compiled_walk_modules_write_the_pages_the_interpreted_ones_write(tmp_path: Path) -> None:
     """mypyc compiles the modules as they stand, the compiled process loads them, and what it
     writes for every docs page (the page, its fidelity record, its links) hashes as the
