@@ -51,7 +51,7 @@ BLOCKS = frozenset({"p", "div", "section", "article", "main", "aside", "figure",
 EMPHASIS = {"em": "*", "i": "*", "cite": "*", "var": "*", "dfn": "*",
             "strong": "**", "b": "**", "del": "~~", "s": "~~", "strike": "~~"}
 INLINE_CODE = frozenset({"code", "kbd", "samp", "tt"})
-INLINE_IN_HEADING = INLINE_CODE | EMPHASIS.keys() | {"a", "img"}
+INLINE_IN_HEADING = INLINE_CODE | frozenset(EMPHASIS) | {"a", "img"}
 CELLS = frozenset({"td", "th"})
 # Where a paragraph ends, also for a container rendered flat beyond MAX_NESTING.
 BLOCK_ENDS = BLOCKS | CELLS | {"tr", "tbody", "thead", "tfoot", "li", "dd", "dt", "ul", "ol",

@@ -132,7 +132,7 @@ class Reader:
             node = node.getparent()
         hidden, depth, code = (False, 0, False) if node is None or node not in self._hidden \
             else (self._hidden[node], self._depth[node], node in self._code)
-        for node in reversed(path):
+        for node in path[::-1]:
             if node not in self._hidden:
                 tag = node.tag.lower() if isinstance(node.tag, str) else ""
                 hidden = hidden or (node is not root and self.hides(node))
