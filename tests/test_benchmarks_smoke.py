@@ -6,14 +6,11 @@ ran and reported.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -317,22 +314,3 @@ def test_pagecost_tiny_measures_both_spiders_against_plain_scrapy(tmp_path: Path
     assert "Markdown and text (one walk)" in data["docs_steps"]
     assert "vs plain Scrapy" in result.stdout and "fidelity check" in result.stdout
 
-
-@pytest.mark.timeout(300)
-@pytest.mark.skipif(shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) is None
-                    or not Path(sysconfig.get_paths()["include"], "Python.h").exists()
-                    or importlib.util.find_spec("setuptools") is None,
-                    reason="mypyc cannot build here: no C compiler, Python headers or setuptools")
-def test_compiled_walk_modules_write_the_pages_the_interpreted_ones_write(tmp_path: Path) -> None:
-    """mypyc compiles the modules as they stand, the compiled process loads them, and what it
-    writes for every docs page (the page, its fidelity record, its links) hashes as the
-    interpreted process's does. Two modules: about 12 s, 90–120 s under nice beside a busy
-    loop on a loaded box, hence the timeout."""
-    out = tmp_path / "compiled.json"
-    result = bench("benchmarks.compiled", "--modules", "visible,readback", "--repeat", "1",
-                   "--passes", "1", "--out", str(out), timeout=300)
-    data = json.loads(out.read_text())
-    assert data["identical"] and data["pages"] >= 32
-    assert data["runs"]["compiled"][0]["compiled"] == ["visible", "readback"]
-    assert data["runs"]["pure"][0]["compiled"] == []
-    assert "fidelity check" in result.stdout and "identical" in result.stdout
