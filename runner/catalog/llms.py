@@ -16,7 +16,6 @@ English text with GPT-style tokenizers (code and other languages run higher).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -98,6 +97,8 @@ class Site:
             full.write(f"\n{in_full}" if self.pages else in_full)
         path = page_path(url, self.prefix)
         if path in self.paths:  # /a and /a.html, or URLs that differ in their query
+            import hashlib  # here: `status` imports this module, and OpenSSL costs it ~3 ms
+
             path = f"{path[:-3]}-{hashlib.sha256(url.encode()).hexdigest()[:8]}.md"
         self.paths.add(path)
         write_atomic(self.out / path, document)

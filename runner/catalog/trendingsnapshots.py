@@ -21,7 +21,6 @@ The developer lists (``/trending/developers``) are kept the same way in tables o
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,8 @@ LIST_KEY = ("period", "trending_language", "spoken_language_code")
 
 def page_hash(rows: list[tuple[Any, ...]]) -> str:
     """sha256 of a page's rows as the catalog keeps them (``ROW_COLUMNS``, in rank order)."""
+    import hashlib  # here: `status` imports this module (the schema's), never hashing
+
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
                           .encode()).hexdigest()
 

@@ -10,12 +10,12 @@ read it; none of them walks ``items/``.
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.core import datasize
+from scraper.utils.diskspace import free_bytes
 from scraper.utils.itemsizes import RECOUNT_EVERY
 from scraper.utils.layout import DataLayout
 from scraper.utils.statefile import read_json, write_json_atomic
@@ -70,7 +70,7 @@ def record_sample(layout: DataLayout, now: float | None = None) -> bool:
 
 def free_space(path: Path) -> int | None:
     try:
-        return shutil.disk_usage(path).free
+        return free_bytes(path)
     except OSError:
         return None
 

@@ -8,7 +8,6 @@ while the limit persists.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +27,8 @@ def identity_for_token(token: str | None) -> str:
     """Who the budget belongs to: a hash of the token (never the token itself) or anonymous."""
     if not token:
         return ANONYMOUS
+    import hashlib  # here: OpenSSL's start-up is ~3 ms of every `status`, which hashes nothing
+
     return hashlib.sha256(token.encode()).hexdigest()
 
 

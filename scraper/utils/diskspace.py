@@ -13,7 +13,6 @@ import contextlib
 import errno
 import logging
 import os
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -137,7 +136,9 @@ def free_bytes(path: Path) -> int:
     """Free space for an unprivileged writer on the filesystem holding ``path``."""
     while not path.exists() and path != path.parent:
         path = path.parent
-    return shutil.disk_usage(path).free
+    # shutil.disk_usage's own sum, without importing shutil (bz2, lzma) in `status`
+    stats = os.statvfs(path)
+    return stats.f_bavail * stats.f_frsize
 
 
 class DiskReserve:

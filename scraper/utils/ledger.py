@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -292,6 +291,8 @@ def prune_ledger(state_dir: Path, keep_days: int, now: float | None = None) -> l
     """Remove the day directories older than ``keep_days``; the days removed."""
     cutoff = time.strftime("%Y-%m-%d", time.gmtime(
         (time.time() if now is None else now) - keep_days * 86400))
+    import shutil  # here: `status` reads the ledger, and shutil brings bz2 and lzma
+
     removed = []
     for day in _day_dirs(state_dir, None):
         if day.name < cutoff:

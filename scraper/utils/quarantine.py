@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 from pathlib import Path
 
 from scraper.utils.layout import DataLayout
@@ -33,6 +32,8 @@ def set_aside(layout: DataLayout, source: Path, target: Path, why: str) -> Path:
     except OSError as exc:
         if exc.errno != errno.EXDEV:  # items/ mounted apart from data_dir: copied, then removed
             raise
+        import shutil  # here: `status` counts what is set aside, and shutil brings bz2, lzma
+
         temporary = place.with_name(f".{place.name}.tmp")
         shutil.copyfile(source, temporary)
         with open(temporary, "rb") as handle:

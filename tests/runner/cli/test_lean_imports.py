@@ -20,7 +20,9 @@ from tests.support.paths import REPO_ROOT
 NEVER = ("scrapy", "twisted", "lxml", "parsel", "runner.catalog.build", "runner.catalog.export",
          "runner.catalog.report", "runner.catalog.viewer", "runner.catalog.reparse",
          "runner.ops.watchdog", "runner.ops.notify", "runner.supervision.supervisor",
-         "urllib.request", "logging.handlers")
+         "urllib.request", "logging.handlers",
+         # a few ms each: OpenSSL's start-up, bz2 and lzma (shutil), zlib's wrappers
+         "hashlib", "shutil", "gzip")
 """Modules (and their submodules) neither command imports."""
 
 CHILD = """
