@@ -128,12 +128,14 @@ def collector_config(home: Path, server: str, kind: str, entries: list[str]) -> 
     from benchmarks.hostile import GENEROUS
 
     if kind == "docs":
+        # GitHub stays where it is (github.com, never asked): a docs site is not GitHub, and on
+        # GitHub's origin every page would draw on its request budget, as it must there.
         spider = {"weight": 1, "start_urls": [server + e for e in entries],
                   "max_pages_per_site": 1, "sitemaps": False,
                   "settings": dict(BENCH_SCRAPY_SETTINGS)}
-    else:
-        spider = {"weight": 1, "languages": entries, "periods": ["daily"],
-                  "settings": dict(BENCH_SCRAPY_SETTINGS)}
+        return write_config(home, {kind: spider})
+    spider = {"weight": 1, "languages": entries, "periods": ["daily"],
+              "settings": dict(BENCH_SCRAPY_SETTINGS)}
     return write_config(home, {kind: spider}, github={
         "web_url": server, "api_url": f"{server}/api", "web_min_interval": 0,
         "limits": GENEROUS})
