@@ -353,13 +353,81 @@ def follow_links(selector: Selector, page_url: str, prefix: str) -> Iterator[str
     A generator over the tree, never a list: a page with 500,000 links costs what its caller
     takes, and the spider stops taking at ``max_pages_per_site``."""
     base = base_url(selector, page_url)
+    joining = join_base(base)
     for anchor in selector.root.iter("a"):
         href = (anchor.get("href") or "").strip()
         if not href or href.startswith(("#", "mailto:", "javascript:", "tel:")):
             continue
+        if joining is not None:
+            found = _PATH_HREF.match(href)
+            if found is not None:
+                path = join_path(joining, found.group(1))
+                joined = joining.origin + path + (found.group(2) or "")
+                if joined.startswith(prefix) and not path.lower().endswith(_IGNORED_SUFFIXES):
+                    yield joined
+                continue
+        if _OTHER_URL.match(href) and not href.startswith(prefix) and href.isascii() and \
+                href.isprintable():
+            continue  # urljoin keeps such a URL as it is, less an empty "?" or "#": off the site
         url = page_in_site(urljoin(base, href), prefix)
         if url is not None:
             yield url
+
+
+# A link urljoin joins by its path alone: a path of plain characters ("/" and "." included,
+# not starting with "//": no scheme, host or parameters), a query of plain characters, any
+# fragment. Most of a page's links are these; ``join_path`` joins them as urljoin does, at a
+# fraction of its cost (no parsing of the base and the link every time).
+_PATH_HREF = re.compile(r"(?!//)([A-Za-z0-9_~%./-]+)(\?[A-Za-z0-9_~%./=&+-]+)?(?:#|\Z)")
+# An absolute http(s) URL with a host (no IPv6 brackets, which urlsplit may refuse).
+_OTHER_URL = re.compile(r"https?://[^/?#\[\]][^\[\]]*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class JoinBase:
+    """What urljoin takes from a base URL to join a path to it."""
+
+    origin: str  # scheme://netloc
+    directory: list[str]  # the base path's segments, its last (a file's name) left out
+
+
+def join_base(base: str) -> JoinBase | None:
+    """``base`` as urljoin reads it when it is http(s) with a host, a path without parameters
+    and nothing urlsplit would strip or refuse; else None (urljoin then joins each link)."""
+    if not (base.isascii() and base.isprintable()) or " " in base:
+        return None
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc or ";" in parts.path:
+        return None
+    directory = parts.path.split("/")
+    if directory[-1] != "":
+        del directory[-1]
+    return JoinBase(f"{parts.scheme}://{parts.netloc}", directory)
+
+
+def join_path(base: JoinBase, path: str) -> str:
+    """The path of ``urljoin(base, path)`` for a path _PATH_HREF matched: urljoin's own steps
+    (the base's directory unless the path is absolute, empty segments dropped between, dot
+    segments resolved)."""
+    if path[:1] == "/":
+        segments = path.split("/")
+    else:
+        segments = base.directory + path.split("/")
+        segments[1:-1] = filter(None, segments[1:-1])
+    resolved: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            if resolved:
+                resolved.pop()
+        elif segment != ".":
+            resolved.append(segment)
+    if segments[-1] in (".", ".."):
+        resolved.append("")
+    joined = "/".join(resolved) or "/"
+    return joined if joined[:1] == "/" else "/" + joined
 
 
 def page_in_site(url: str, prefix: str) -> str | None:
