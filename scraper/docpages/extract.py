@@ -92,6 +92,7 @@ _MAIN_RULES: tuple[tuple[str, str | None, str | None] | None, ...] = (
     ("body", None, None))
 _DIV_RULES = tuple((index, rule[1], rule[2]) for index, rule in enumerate(_MAIN_RULES)
                    if rule is not None and rule[0] == "div")
+_DIV_CLASSES = tuple(name for _, name, _ in _DIV_RULES if name is not None)
 # ``/descendant::*[@role='main'][1]``: the parents of the matching attributes, in document order,
 # in two thirds of the time.
 _ROLE_MAIN = etree.XPath("//@role[.='main']/..")
@@ -207,7 +208,9 @@ def _first_divs(root: etree._Element) -> dict[int, etree._Element]:
     first: dict[int, etree._Element] = {}
     for div in root.iter("div"):
         value = div.get("class")
-        names = value.translate(_XPATH_SPACE).split(" ") if value else ()
+        # Only a class naming one of the rules' classes is split into its names.
+        names = value.translate(_XPATH_SPACE).split(" ") if value and any(
+            name in value for name in _DIV_CLASSES) else ()
         identifier = div.get("id")
         for index, name, wanted in _DIV_RULES:
             if index not in first and (name is None or name in names) and \
