@@ -10,6 +10,9 @@ NEWSPIDER_MODULE = "spiders"
 COMMANDS_MODULE = "scraper.commands"
 
 USER_AGENT = "hubcollect/0.1 (+https://github.com/hubcollect/hubcollect)"
+STATS_CLASS = "scraper.statscollectors.StatsCollector"
+"""Scrapy's in-memory stats without the per-call deprecation shim of Scrapy 2.19 (1.7 → 0.1 µs
+a call, 50–70 calls a docs page)."""
 
 # --- the collector's own settings ----------------------------------------------------------------
 # The add-on (scraper/addon.py) reads collector.yaml and the environment once and sets these from

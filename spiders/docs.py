@@ -22,7 +22,7 @@ from scraper.docpages.sitemaps import (
 )
 from scraper.docpages.sites import site_prefix
 from scraper.items import DocPageItem
-from scraper.utils.bounds import element_count
+from scraper.utils.bounds import elements_over
 from scraper.utils.ledger import LEDGER_META
 from spiders.base import CollectorSpider, failed_request, http_status
 
@@ -171,9 +171,9 @@ class DocsSpider(CollectorSpider):
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("docs/not_text")
             return
-        elements = element_count(response.body)
         limit = self.settings.getint("DOCS_MAX_ELEMENTS")
-        if elements > limit:
+        elements = elements_over(response.body, limit)
+        if elements is not None:
             self.crawler.stats.inc_value("docs/too_many_elements")
             self.logger.error("not collected: %s holds %d HTML elements, more than "
                               "DOCS_MAX_ELEMENTS (%d); its tree would not fit a worker's memory",

@@ -217,6 +217,7 @@ RULES: dict[str, Rule] = {
     "MEMUSAGE_LIMIT_MB": number(0, integer=True),
     "MEMUSAGE_WARNING_MB": number(0, integer=True),
     "MEMUSAGE_CHECK_INTERVAL_SECONDS": POSITIVE,
+    "STATS_CLASS": CLASS_PATH,
     "FEED_EXPORT_ENCODING": Rule("a text encoding such as utf-8", _codec),
     # the collector's own: most mirror a config key, checked there the same way
     "COLLECTOR_CONFIG": optional(any_text("a path of collector.yaml"), "the usual search"),

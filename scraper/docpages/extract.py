@@ -80,11 +80,25 @@ _LAST_UPDATED_RULES = (
     (f"*[{_has_class('lastupdated')}]", "//text()"),  # Sphinx html_last_updated_fmt (RTD)
     (f"*[{_has_class('last-updated')}]", "//text()"),  # Furo, pydata, others
 )
-# Compiled once: a page is a few ms of work, and XPath parsing was a tenth of it. Each asks
-# for the first match in document order the way libxml2 stops at (``/descendant::x[p][1]``;
-# ``(//x[p])[1]`` walks the whole tree: benchmarks/pagecost.py).
-_MAIN = tuple(etree.XPath(f"/descendant::{xpath.removeprefix('//')}[1]")
-              for xpath in MAIN_XPATHS)
+# MAIN_XPATHS as the page is searched: (tag, class, id) of each rule but ``role='main'``'s, which
+# names no tag (None there: its XPath, ``_ROLE_MAIN``). An XPath walks the whole tree for a rule
+# that matches nothing, most of them on most pages; ``iter(tag)`` walks it in C and makes
+# Python elements only of that tag (benchmarks/pagecost.py).
+_MAIN_RULES: tuple[tuple[str, str | None, str | None] | None, ...] = (
+    ("article", "bd-article", None), ("div", "theme-doc-markdown", None),
+    ("article", "md-content__inner", None), ("div", "vp-doc", None),
+    ("section", "markdown-section", None), ("div", "col-content", None),
+    ("div", None, "doc-content"), None, ("main", None, None), ("article", None, None),
+    ("body", None, None))
+_DIV_RULES = tuple((index, rule[1], rule[2]) for index, rule in enumerate(_MAIN_RULES)
+                   if rule is not None and rule[0] == "div")
+_DIV_CLASSES = tuple(name for _, name, _ in _DIV_RULES if name is not None)
+# ``/descendant::*[@role='main'][1]``: the parents of the matching attributes, in document order,
+# in two thirds of the time.
+_ROLE_MAIN = etree.XPath("//@role[.='main']/..")
+# XPath's whitespace (normalize-space: space, tab, CR, LF), not str.split()'s: the class test
+# of _has_class, token for token.
+_XPATH_SPACE = str.maketrans("\t\r\n", "   ")
 # Every element any rule may name, in one walk over the class attributes (``//@class[…]/..``
 # finds the same elements as ``//*[contains(@class, …)]`` in about half the time).
 _LAST_UPDATED_CANDIDATES = etree.XPath(
@@ -93,17 +107,15 @@ _LAST_UPDATED_CANDIDATES = etree.XPath(
 _LAST_UPDATED = tuple((etree.XPath(f"boolean(self::{named})"), etree.XPath(f".{under}"),
                        etree.XPath(f"//{named}{under}"))
                       for named, under in _LAST_UPDATED_RULES)
-_BASE = etree.XPath("string(/descendant::base[@href][1]/@href)")
-_CANONICAL = etree.XPath("string(/descendant::link[contains(concat(' ', normalize-space(@rel), "
-                         "' '), ' canonical ')][@href][1]/@href)")
+# <base href>, <link rel="canonical" href> and the version's <meta>: the first of each in the
+# page, found by ``iter(tag)`` (the XPaths ``/descendant::base[@href][1]`` and the like walked the
+# whole tree, three times a page, for tags most pages do not have).
 _LANG = etree.XPath("string((/html/@lang | /html/@xml:lang)[1])")
 _TITLE = etree.XPath("string(/descendant::title[1])")
 # Where a generator says the page's version when its URL does not: Docusaurus's DocSearch
 # meta tag (``current`` for the unreleased docs), and themes' <html data-version> or
 # <meta name="version">, the first of them in the page.
-_SWITCHER_VERSION = etree.XPath(
-    "string((/html/@data-version | /descendant::meta[@name='docsearch:version' or "
-    "@name='version'][@content][1]/@content)[1])")
+_VERSION_META_NAMES = ("docsearch:version", "version")
 _LAST_UPDATED_PREFIX = re.compile(r"^\s*last\s+updated(?:\s+on)?\s*:?\s*", re.IGNORECASE)
 # Sphinx's default html_last_updated_fmt ("%b %d, %Y") and the other usual ones.
 _DATE_FORMATS = ("%b %d, %Y", "%B %d, %Y", "%Y-%m-%d", "%d %B %Y", "%d %b %Y")
@@ -168,21 +180,91 @@ def page_selector(text: str) -> Selector:
 
 
 def main_content(selector: Selector) -> etree._Element | None:
-    for xpath in _MAIN:
-        found = xpath(selector.root)
-        if found:
-            return found[0]
+    """The first element of the first rule of MAIN_XPATHS that finds one."""
+    root = _document(selector)
+    divs: dict[int, etree._Element] | None = None
+    for index, rule in enumerate(_MAIN_RULES):
+        if rule is None:
+            found = _ROLE_MAIN(root)
+            if found:
+                return found[0]
+            continue
+        tag, name, _ = rule
+        if tag == "div":
+            if divs is None:
+                divs = _first_divs(root)
+            if index in divs:
+                return divs[index]
+            continue
+        for element in root.iter(tag):
+            if name is None or _has_token(element.get("class"), name):
+                return element
     return None
 
 
+def _first_divs(root: etree._Element) -> dict[int, etree._Element]:
+    """The first <div> of each of MAIN_XPATHS' <div> rules, by the rule's index: the page's
+    <div>s read once for all four."""
+    first: dict[int, etree._Element] = {}
+    for div in root.iter("div"):
+        value = div.get("class")
+        # Only a class naming one of the rules' classes is split into its names.
+        names = value.translate(_XPATH_SPACE).split(" ") if value and any(
+            name in value for name in _DIV_CLASSES) else ()
+        identifier = div.get("id")
+        for index, name, wanted in _DIV_RULES:
+            if index not in first and (name is None or name in names) and \
+                    (wanted is None or identifier == wanted):
+                first[index] = div
+        if len(first) == len(_DIV_RULES):
+            break
+    return first
+
+
+def _document(selector: Selector) -> etree._Element:
+    """The page's root element, which the XPaths' ``/`` start from."""
+    return selector.root.getroottree().getroot()
+
+
+def _has_token(value: str | None, name: str) -> bool:
+    return value is not None and name in value.translate(_XPATH_SPACE).split(" ")
+
+
+def _first_attribute(root: etree._Element, tag: str, attribute: str) -> str:
+    """``string(/descendant::tag[@attribute][1]/@attribute)``."""
+    for element in root.iter(tag):
+        value = element.get(attribute)
+        if value is not None:
+            return value
+    return ""
+
+
 def base_url(selector: Selector, page_url: str) -> str:
-    base = _BASE(selector.root).strip()
+    base = _first_attribute(_document(selector), "base", "href").strip()
     return urljoin(page_url, base) if base else page_url
 
 
 def canonical_url(selector: Selector, page_url: str) -> str | None:
-    href = _CANONICAL(selector.root).strip()
+    href = ""
+    for link in _document(selector).iter("link"):
+        value = link.get("href")
+        if value is not None and _has_token(link.get("rel"), "canonical"):
+            href = value.strip()
+            break
     return urljoin(page_url, href) if href else None
+
+
+def _switcher_version(root: etree._Element) -> str:
+    if root.tag == "html":
+        value = root.get("data-version")
+        if value is not None:
+            return value
+    for meta in root.iter("meta"):
+        if meta.get("name") in _VERSION_META_NAMES:
+            value = meta.get("content")
+            if value is not None:
+                return value
+    return ""
 
 
 def page_lang(selector: Selector) -> str | None:
@@ -196,7 +278,7 @@ def page_version(selector: Selector, page_url: str) -> str | None:
     in_url = url_version(page_url)
     if in_url:
         return in_url[0]
-    switcher = _normalise(_SWITCHER_VERSION(selector.root))
+    switcher = _normalise(_switcher_version(_document(selector)))
     return switcher or None
 
 
@@ -274,13 +356,81 @@ def follow_links(selector: Selector, page_url: str, prefix: str) -> Iterator[str
     A generator over the tree, never a list: a page with 500,000 links costs what its caller
     takes, and the spider stops taking at ``max_pages_per_site``."""
     base = base_url(selector, page_url)
+    joining = join_base(base)
     for anchor in selector.root.iter("a"):
         href = (anchor.get("href") or "").strip()
         if not href or href.startswith(("#", "mailto:", "javascript:", "tel:")):
             continue
+        if joining is not None:
+            found = _PATH_HREF.match(href)
+            if found is not None:
+                path = join_path(joining, found.group(1))
+                joined = joining.origin + path + (found.group(2) or "")
+                if joined.startswith(prefix) and not path.lower().endswith(_IGNORED_SUFFIXES):
+                    yield joined
+                continue
+        if _OTHER_URL.match(href) and not href.startswith(prefix) and href.isascii() and \
+                href.isprintable():
+            continue  # urljoin keeps such a URL as it is, less an empty "?" or "#": off the site
         url = page_in_site(urljoin(base, href), prefix)
         if url is not None:
             yield url
+
+
+# A link urljoin joins by its path alone: a path of plain characters ("/" and "." included,
+# not starting with "//": no scheme, host or parameters), a query of plain characters, any
+# fragment. Most of a page's links are these; ``join_path`` joins them as urljoin does, at a
+# fraction of its cost (no parsing of the base and the link every time).
+_PATH_HREF = re.compile(r"(?!//)([A-Za-z0-9_~%./-]+)(\?[A-Za-z0-9_~%./=&+-]+)?(?:#|\Z)")
+# An absolute http(s) URL with a host (no IPv6 brackets, which urlsplit may refuse).
+_OTHER_URL = re.compile(r"https?://[^/?#\[\]][^\[\]]*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class JoinBase:
+    """What urljoin takes from a base URL to join a path to it."""
+
+    origin: str  # scheme://netloc
+    directory: list[str]  # the base path's segments, its last (a file's name) left out
+
+
+def join_base(base: str) -> JoinBase | None:
+    """``base`` as urljoin reads it when it is http(s) with a host, a path without parameters
+    and nothing urlsplit would strip or refuse; else None (urljoin then joins each link)."""
+    if not (base.isascii() and base.isprintable()) or " " in base:
+        return None
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc or ";" in parts.path:
+        return None
+    directory = parts.path.split("/")
+    if directory[-1] != "":
+        del directory[-1]
+    return JoinBase(f"{parts.scheme}://{parts.netloc}", directory)
+
+
+def join_path(base: JoinBase, path: str) -> str:
+    """The path of ``urljoin(base, path)`` for a path _PATH_HREF matched: urljoin's own steps
+    (the base's directory unless the path is absolute, empty segments dropped between, dot
+    segments resolved)."""
+    if path[:1] == "/":
+        segments = path.split("/")
+    else:
+        segments = base.directory + path.split("/")
+        segments[1:-1] = filter(None, segments[1:-1])
+    resolved: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            if resolved:
+                resolved.pop()
+        elif segment != ".":
+            resolved.append(segment)
+    if segments[-1] in (".", ".."):
+        resolved.append("")
+    joined = "/".join(resolved) or "/"
+    return joined if joined[:1] == "/" else "/" + joined
 
 
 def page_in_site(url: str, prefix: str) -> str | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import psutil
@@ -106,8 +107,9 @@ class WorkerState:
         if response.status == 304 and isinstance(query, str):
             self.tally.confirm(query, time.time())
 
-    def sites(self) -> list[str]:
-        return list(getattr(self.crawler.spider, "site_urls", None) or ())
+    def sites(self) -> Mapping[str, Any]:
+        """The docs spider's sites (prefixes ending in ``/``), as it keeps them: not copied."""
+        return getattr(self.crawler.spider, "site_urls", None) or {}
 
     def spider_opened(self) -> None:
         logging.getLogger().addHandler(self.errors)

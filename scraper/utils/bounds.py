@@ -16,6 +16,17 @@ def element_count(body: bytes) -> int:
     return body.count(b"<") - body.count(b"</") - body.count(b"<!")
 
 
+def elements_over(body: bytes, limit: int) -> int | None:
+    """``element_count(body)`` when it is above ``limit``, else None. The bound is below the
+    count of ``<`` alone, one pass of ``memchr`` where the bound takes three searches (a fifth
+    of its time on a 70 KB page): only a page with more than ``limit`` of them needs the
+    bound."""
+    if body.count(b"<") <= limit:
+        return None
+    elements = element_count(body)
+    return elements if elements > limit else None
+
+
 def cut_at_elements(body: bytes, limit: int) -> bytes | None:
     """``body`` up to its ``limit``-th start tag's end (an HTML parser closes what is left open),
     or None when it holds no more than ``limit`` start tags."""

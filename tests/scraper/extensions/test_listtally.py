@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scraper.extensions.listtally import ListTally, list_key, rows_and_fields
+from scraper.extensions.listtally import ListTally, list_key, longest_site, rows_and_fields
 from scraper.items import DocPageItem, SearchRepoItem, TrendingPageItem, TrendingRepoItem
 
 
@@ -17,6 +17,23 @@ def test_lists_are_named_without_host_or_password() -> None:
     assert list_key(doc, [site, "https://u:s3cret@docs.example.org/"]) == \
         "https://u:***@docs.example.org/en/latest/"
     assert list_key(doc) == "https://u:***@docs.example.org/en/latest/intro/"
+
+
+def test_the_spiders_sites_are_looked_up_by_the_urls_prefixes() -> None:
+    """The docs spider's mapping of sites gives what a scan of every site gives (issue 37)."""
+    sites = {"http://h/": set(), "http://h/a/": set(), "http://h/a/b/": set(),
+             "https://h/a/": set(), "http://h:81/x/": set()}
+    urls = ["http://h/a/b/c.html", "http://h/a/b/", "http://h/a/bc/d", "http://h/a", "http://h/",
+            "http://h", "https://h/a/b/c", "https://h/b/", "http://h:81/x/y/z#f", "http://g/a/",
+            "http://h/a/b/c?q=/a/b/", ""]
+    for url in urls:
+        assert longest_site(url, sites) == longest_site(url, list(sites)), url
+    assert longest_site("http://h/a/b/c.html", sites) == "http://h/a/b/"
+    assert longest_site("http://h/a/bc/d", sites) == "http://h/a/"
+    assert longest_site("http://g/a/", sites) is None
+    doc = DocPageItem(url="https://u:s3cret@docs.example.org/en/latest/intro/page.html")
+    assert list_key(doc, {"https://u:s3cret@docs.example.org/en/latest/": set()}) == \
+        "https://u:***@docs.example.org/en/latest/"
 
 
 def test_rows_and_fields_of_a_page_and_of_a_row_item() -> None:
