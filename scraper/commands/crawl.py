@@ -19,7 +19,12 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
 from scraper.addon import apply
-from scraper.commands.interrupts import INTERRUPTED_EXIT, exit_on_interrupt, note_interrupts
+from scraper.commands.interrupts import (
+    INTERRUPTED_EXIT,
+    exit_now,
+    exit_on_interrupt,
+    note_interrupts,
+)
 from scraper.commands.project import command_line_problem
 from scraper.config.collector import ConfigError, resolve_config_path
 from scraper.extensions.feedfilter import rows_only_feeds
@@ -137,6 +142,12 @@ class Command(ScrapyCrawlCommand):
             fail(exc.strerror or str(exc))
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        self.run_round(opts)
+        if self.by_hand:
+            # A Ctrl-C is one line and 130 up to the last instant, Python's finalization included
+            exit_now(self.exitcode)
+
+    def run_round(self, opts: argparse.Namespace) -> None:
         assert self.settings is not None
         label = f"{self.spider_name} {self.shard}"
         if sys.stderr.isatty() and self.settings.get("LOG_FILE"):

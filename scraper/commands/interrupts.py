@@ -10,11 +10,14 @@ engine runs, a Ctrl-C is Scrapy's graceful stop, and the round's end is noted as
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import signal
+import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 INTERRUPTED_EXIT = 130
 """``scrapy crawl``'s exit status after a Ctrl-C (128 + SIGINT), as shells report it."""
@@ -48,3 +51,17 @@ def note_interrupts(noted: Callable[[], None]) -> None:
         return handler(signum, frame)
 
     signal.signal(signal.SIGINT, noting)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` now, its output flushed and its log handlers closed.
+
+    Python gives its signals back to the system's default as it finalizes, a few hundred ms
+    after a crawl (modules, the reactor's objects, the collector): a Ctrl-C then would kill the
+    process by SIGINT, with no line and no exit status of its own. By the time a round's command
+    returns, everything it writes is written and closed."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

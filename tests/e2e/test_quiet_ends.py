@@ -1,9 +1,11 @@
 """The ways a command ends early, each at most one line and no traceback, with its documented
-exit status: a closed pipe (141), a Ctrl-C at any moment of ``scrapy crawl``'s start (130), a
-second Ctrl-C on the runner (130), ``view`` on a port in use (2)."""
+exit status: a closed pipe (141), a Ctrl-C at any moment of ``scrapy crawl``'s start (130) and
+as its round ends (130, or 0 once it has exited), a second Ctrl-C on the runner (130), ``view``
+on a port in use (2)."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,16 +39,18 @@ def test_a_closed_pipe_ends_any_runner_command_quietly(collector: Collector) -> 
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("fake_docs", [{"latency_ms": 200, "pages": 200}], indirect=True)
+@pytest.mark.parametrize("fake_docs", [{"latency_ms": 200, "pages": 400}], indirect=True)
 def test_a_ctrl_c_at_any_moment_of_a_crawls_start_is_one_line_and_130(
         collector: Collector, fake_docs: Any) -> None:
     collector.configure(docs_urls=[f"{fake_docs.url()}/site0/"])
     log = collector.data_dir / "logs" / "docs-0of1.log"
     ends = []
     # From the moment the command is the project's (it has opened its log; before that Python
-    # is importing Scrapy itself), through the components' start, to a crawl under way.
+    # is importing Scrapy itself), through the components' start, to a crawl under way. Each
+    # from an empty data dir: what an earlier one collected would make the next one shorter,
+    # and 4 s could be past its end.
     for delay in (0.0, 0.1, 0.25, 0.5, 0.8, 1.2, 2.0, 4.0):
-        log.unlink(missing_ok=True)
+        shutil.rmtree(collector.data_dir, ignore_errors=True)
         crawl = subprocess.Popen([*SCRAPY, "crawl", "docs"], cwd=REPO_ROOT, env=collector.env(),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  preexec_fn=as_terminal_child)
@@ -65,6 +69,34 @@ def test_a_ctrl_c_at_any_moment_of_a_crawls_start_is_one_line_and_130(
     # Both kinds were met: the start's own line, and the graceful end of a round under way
     # (its summary line, "ended: shutdown").
     assert {"scrapy crawl", "summary"} <= set(ends), ends
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("fake_docs", [{"pages": 3}], indirect=True)
+def test_a_ctrl_c_as_a_crawl_ends_is_130_or_nothing_never_death_by_sigint(
+        collector: Collector, fake_docs: Any) -> None:
+    # After its summary line the process tears down; Python gives SIGINT back to the system's
+    # default as it finalizes (a few hundred ms), and a Ctrl-C then killed it by SIGINT.
+    collector.configure(docs_urls=[f"{fake_docs.url()}/site0/"])
+    for delay in (0.005, 0.02, 0.05, 0.1, 0.2):
+        shutil.rmtree(collector.data_dir, ignore_errors=True)
+        crawl = subprocess.Popen([*SCRAPY, "crawl", "docs"], cwd=REPO_ROOT, env=collector.env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=as_terminal_child)
+        try:
+            assert crawl.stderr is not None
+            summary = crawl.stderr.readline()  # the round's one line: it has ended
+            time.sleep(delay)
+            if crawl.poll() is None:
+                crawl.send_signal(signal.SIGINT)
+            rest = crawl.stderr.read()
+            crawl.wait(timeout=60)
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+                crawl.wait()
+        assert summary.startswith("docs 0/1: "), (delay, summary, rest)
+        assert (crawl.returncode in (0, 130), rest) == (True, ""), (delay, crawl.returncode)
 
 
 @pytest.mark.timeout(180)
