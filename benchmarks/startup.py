@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import os
 import resource
+import signal
 import statistics
 import sys
 import tempfile
@@ -67,11 +68,11 @@ def marked_crawl(shard: str) -> list[tuple[str, float, int]]:
     def create_crawler_marked(self: Command, *args: Any) -> Any:
         crawler = create_crawler(self, *args)
         mark("crawler")
-        for step, signal in (("spider_opened", signals.spider_opened),
-                             ("engine_started", signals.engine_started),
-                             ("first response", signals.response_received),
-                             ("spider_closed", signals.spider_closed)):
-            crawler.signals.connect(lambda step=step, **_: mark(step), signal=signal,
+        for step, crawl_signal in (("spider_opened", signals.spider_opened),
+                                   ("engine_started", signals.engine_started),
+                                   ("first response", signals.response_received),
+                                   ("spider_closed", signals.spider_closed)):
+            crawler.signals.connect(lambda step=step, **_: mark(step), signal=crawl_signal,
                                     weak=False)
         return crawler
 
@@ -92,6 +93,9 @@ def run_child(shard: str) -> dict[str, tuple[float, int]]:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.dup2(null, 2)
+        # as a runner's worker has it (runner/supervision/worker.py): Ctrl-C is the runner's,
+        # and the crawl returns to its caller instead of ending the process itself
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         marks = marked_crawl(shard)
         steps = {step: (cpu - prev_cpu, faults - prev_faults) for (_, prev_cpu, prev_faults),
                  (step, cpu, faults) in itertools.pairwise(marks)}
