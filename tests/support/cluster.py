@@ -239,8 +239,11 @@ def tree(proc: subprocess.Popen[str]) -> list[psutil.Process]:
 
 
 def send_all(processes: list[psutil.Process], sig: int) -> None:
+    """``sig`` to each; one that ended since it was listed is skipped: a worker whose round
+    ended is a zombie while its runner is stopped, and is reaped once the runner continues."""
     for process in processes:
-        process.send_signal(sig)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(sig)
 
 
 def crawler_for(url: str, **settings: Any) -> Any:
