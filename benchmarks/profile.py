@@ -39,15 +39,18 @@ CATEGORIES: list[tuple[str, str]] = [
     ("start-up and close (imports, settings, crawler, stores)",
      r"_bootstrap|cmdline.py:_get_commands|Crawler.__init__|_apply_settings|_load_handler|"
      r"open_spider|close_spider|cmdline.py:execute \((?!.*_run_command)"),
-    ("Markdown walk (parsers/markdown.py)", r"markdown.py:convert \("),
+    ("Markdown walk (scraper/docpages/markdown.py)", r"markdown.py:convert \("),
+    ("fidelity check (scraper/docpages/fidelity.py)", r"fidelity.py:check \("),
     ("page metadata: title, canonical, lang, date, main element",
-     r"parsers/docs.py:(canonical_url|page_lang|last_modified|main_content|base_url|"
-     r"extract_page) \("),
-    ("tree building (parsel Selector)", r"selector.py:Selector.__init__|TextResponse.text"),
-    ("links to follow", r"parsers/docs.py:follow_links|docs.py:DocsSpider.new_links"),
+     r"docpages/extract.py:(canonical_url|page_lang|page_version|last_modified|main_content|"
+     r"base_url|extract_page) \("),
+    ("tree building (lxml)", r"extract.py:page_selector|selector.py:Selector.__init__|"
+     r"TextResponse.text"),
+    ("links to follow", r"extract.py:follow_links|docs.py:DocsSpider.new_links"),
     ("deltafetch store",
-     r"deltafetch.py:(DeltaFetchStore|ShardedDeltaFetch._(seen|record|replay))"),
-    ("content-hash pipeline", r"contenthash.py"),
+     r"deltafetch.py:ShardedDeltaFetch\.(_seen_recently|_record|_replay|_walk_links|item_passed|"
+     r"request_dropped)|sqliteurls.py"),
+    ("content-hash pipeline", r"contenthash.py|sqlitehashes.py"),
     ("item store (JSON Lines)", r"itemstore.py"),
     ("gzip (HttpCompressionMiddleware)", r"httpcompression.py"),
     ("HTTP client (Twisted, HTTP11 handler)",
@@ -57,6 +60,7 @@ CATEGORIES: list[tuple[str, str]] = [
     ("scheduler, dupefilter", r"scheduler.py|dupefilters.py"),
     ("periodic timers (memusage, logstats, worker state, log rotation)",
      r"memusage.py|logstats.py|workerstate.py|logrotate.py"),
+    ("gap ledger", r"ledger.py:"),
     ("logging", r"logging/__init__.py"),
 ]
 OTHER = "Scrapy's engine, spider middlewares, asyncio/Twisted glue"
