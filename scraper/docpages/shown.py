@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -75,6 +75,7 @@ _ROWS = etree.XPath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
 # user-select style). Without any, its code is its text as it stands, read in C; a false alarm
 # only costs the full reading.
 _MAYBE_TAGS = _LINE_TAGS | INVISIBLE | {"br"}
+_STOP_TAGS = _MAYBE_TAGS | {"b"}  # with _maybe_not_code's own tags, read inline in just_text
 _MAYBE_CLASS = re.compile(r"ln|lineno|line-numbers|gutter|hideme|conum|language-id|code-title"
                           r"|error|meta-line")
 
@@ -317,49 +318,58 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
     text = block.text or ""
     if not fragment and text.startswith("\n"):
         text = text[1:]
-    _code_add(out, text, fragment)
-    lines: dict[etree._Element, int] = {}  # open div.line → where it began in ``out``
-    skipped: etree._Element | None = None
-    walker = etree.iterwalk(block, events=("start", "end"))
-    for event, element in walker:
-        if element is block:
-            continue
-        if event == "end":
-            if element is skipped:  # its tail was taken at its start
-                skipped = None
-                continue
+    # Every text is taken when it is not empty; a fragment's whitespace between lines is not.
+    add = functools.partial(_fragment_add, out) if fragment else out.append
+    if text:
+        add(text)
+    # The open elements: their children still to read, the element, where its div.line began
+    # in ``out`` (-1: not one). Most elements are tokens without children: each is read whole
+    # where it is met, with no "end" event to wait for.
+    stack: list[tuple[Iterator[etree._Element], etree._Element, int]] = [(iter(block), block, -1)]
+    while stack:
+        children, parent, began = stack[-1]
+        for element in children:
             tag = element.tag
+            if not isinstance(tag, str):
+                # A comment or processing instruction, and its tail: not read, as the
+                # converter's iterwalk (events "start", "end") does not send them.
+                continue
+            value = element.get("class")
+            if _maybe_not_code(element, tag, value):
+                names = set(value.split()) if value else set()
+                if not_code(element, names, block):
+                    if TITLE_LABEL in names and not title:
+                        title = label_text(element)
+                    if names & LINE_NUMBER_CLASSES or unselectable(element):
+                        numbers = True
+                    if is_code_callout(element, names) and out:
+                        out[-1] = out[-1].rstrip(" \t")  # the space before a callout is not code
+                    if element.tail:
+                        add(element.tail)
+                    continue
+            line = -1
+            if tag == "br":
+                out.append("\n")
+            elif tag in _LINE_TAGS:
+                _line_break(out)
+                if tag == "div" and value and CODE_LINE_CLASS in value.split():
+                    line = len(out)
+            if element.text:
+                add(element.text)
+            if len(element):
+                stack.append((iter(element), element, line))
+                break
             if tag in _LINE_TAGS:
-                if lines.pop(element, -1) == len(out):
-                    out.append("\n")  # an empty div.line: CSS gives it a line's height
-                else:
-                    _line_break(out)
-            _code_add(out, element.tail, fragment)
-            continue
-        skipped = None
-        tag = element.tag
-        value = element.get("class") if isinstance(tag, str) else None
-        maybe = _maybe_not_code(element, tag, value)
-        names = set(value.split()) if maybe and value else set()
-        if maybe and not_code(element, names, block):
-            walker.skip_subtree()
-            skipped = element
-            if TITLE_LABEL in names and not title:
-                title = label_text(element)
-            if names & LINE_NUMBER_CLASSES or unselectable(element):
-                numbers = True
-            if is_code_callout(element, names) and out:
-                out[-1] = out[-1].rstrip(" \t")  # the space before a callout is not code
-            # lxml may send a skipped element's "end" or not: its tail is taken here.
-            _code_add(out, element.tail, fragment)
-            continue
-        if tag == "br":
-            out.append("\n")
-        elif tag in _LINE_TAGS:
-            _line_break(out)
-            if tag == "div" and value and CODE_LINE_CLASS in value.split():
-                lines[element] = len(out)
-        _code_add(out, element.text, fragment)
+                _line_end(out, line)
+            if element.tail:
+                add(element.tail)
+        else:
+            stack.pop()
+            if parent is not block:
+                if parent.tag in _LINE_TAGS:
+                    _line_end(out, began)
+                if parent.tail:
+                    add(parent.tail)
     code = "".join(out).removesuffix("\n")
     if numbers and not code.strip():
         return None
@@ -370,8 +380,13 @@ def just_text(block: etree._Element) -> bool:
     """Whether ``block``'s code is its text as it stands (see _MAYBE_TAGS)."""
     for element in block.iterdescendants():
         tag = element.tag
-        if not isinstance(tag, str) or tag in _MAYBE_TAGS or \
-                _maybe_not_code(element, tag, element.get("class")):
+        if not isinstance(tag, str) or tag in _STOP_TAGS:
+            return False
+        value = element.get("class")
+        if value is not None and _maybe_class(value):
+            return False
+        style = element.get("style")
+        if style is not None and "user-select" in style:
             return False
     return True
 
@@ -395,12 +410,17 @@ def _maybe_class(value: str) -> bool:
     return _MAYBE_CLASS.search(value) is not None
 
 
-def _code_add(out: list[str], text: str | None, fragment: bool) -> None:
-    if not text:
-        return
-    if fragment and "\n" in text and not text.strip():
+def _fragment_add(out: list[str], text: str) -> None:
+    if "\n" in text and not text.strip():
         return  # between a Doxygen fragment's line divs: not laid out
     out.append(text)
+
+
+def _line_end(out: list[str], began: int) -> None:
+    if began == len(out):
+        out.append("\n")  # an empty div.line: CSS gives it a line's height
+    else:
+        _line_break(out)
 
 
 def _line_break(out: list[str]) -> None:
