@@ -192,6 +192,9 @@ class Reader:
         """The visible text of ``top`` without whitespace, and how many images it shows; a code
         block's title and code as a browser draws them. ``leave_out``: a title read on its own.
         ``limit``: characters enough, the rest is not read."""
+        if not len(top) and top.tag != "img":  # a cell of text alone: nothing to walk
+            text = squeeze(top.text) if top.text else ""
+            return (text if limit is None else text[:limit]), 0
         parts: list[str] = []
         images = 0
         size = 0
@@ -229,10 +232,11 @@ class Reader:
     def table(self, table: etree._Element) -> list[ShownTable]:
         grid: Grid[_Cell] = Grid(_EMPTY_CELL)
         parts: list[ShownTable] = []
+        headings = _HAS_HEADING(table)  # none in the table: none in a cell
         for row in _ROWS(table):
             cells = [cell for cell in row if isinstance(cell.tag, str) and
                      cell.tag.lower() in ("td", "th") and not self.hides(cell)]
-            if any(_HAS_HEADING(cell) for cell in cells):
+            if headings and any(_HAS_HEADING(cell) for cell in cells):
                 _table_part(grid, parts)
                 grid = Grid(_EMPTY_CELL)
                 continue
