@@ -73,9 +73,14 @@ _ROWS = etree.XPath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
 # What may make a <pre> more than its code's text and inline tokens: a line's element, a break,
 # something not code (visible.not_code: by tag, by a class holding one of these words, by a
 # user-select style). Without any, its code is its text as it stands, read in C; a false alarm
-# only costs the full reading.
+# only costs the full reading. code_text and just_text test these inline, a call per token
+# being a tenth of the reading.
 _MAYBE_TAGS = _LINE_TAGS | INVISIBLE | {"br"}
-_STOP_TAGS = _MAYBE_TAGS | {"b"}  # with _maybe_not_code's own tags, read inline in just_text
+# The tags visible.not_code may leave out of code; ``b``: an AsciiDoc callout's number after
+# its font icon. Any other element is asked only for its class and style.
+_NOT_CODE_TAGS = INVISIBLE | {"b"}
+_BREAKS = _LINE_TAGS | {"br"}  # where a line of code starts or ends
+_STOP_TAGS = _MAYBE_TAGS | _NOT_CODE_TAGS
 _MAYBE_CLASS = re.compile(r"ln|lineno|line-numbers|gutter|hideme|conum|language-id|code-title"
                           r"|error|meta-line")
 
@@ -339,7 +344,8 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
                 # converter's iterwalk (events "start", "end") does not send them.
                 continue
             value = element.get("class")
-            if _maybe_not_code(element, tag, value):
+            if tag in _NOT_CODE_TAGS or (value is not None and _maybe_class(value)) or (
+                    (style := element.get("style")) is not None and "user-select" in style):
                 names = set(value.split()) if value else set()
                 if not_code(element, names, block):
                     if TITLE_LABEL in names and not title:
@@ -348,32 +354,39 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
                         numbers = True
                     if is_code_callout(element, names) and out:
                         out[-1] = out[-1].rstrip(" \t")  # the space before a callout is not code
-                    if element.tail:
-                        add(element.tail)
+                    if tail := element.tail:
+                        add(tail)
                     continue
-            line = -1
-            if tag == "br":
-                out.append("\n")
-            elif tag in _LINE_TAGS:
-                _line_break(out)
-                if tag == "div" and value and CODE_LINE_CLASS in value.split():
-                    line = len(out)
-            if element.text:
-                add(element.text)
-            if len(element):
-                stack.append((iter(element), element, line))
-                break
-            if tag in _LINE_TAGS:
-                _line_end(out, line)
-            if element.tail:
-                add(element.tail)
+            if tag in _BREAKS:
+                line = -1
+                if tag == "br":
+                    out.append("\n")
+                else:
+                    _line_break(out)
+                    if tag == "div" and value and CODE_LINE_CLASS in value.split():
+                        line = len(out)
+                if text := element.text:
+                    add(text)
+                if len(element):
+                    stack.append((iter(element), element, line))
+                    break
+                if tag != "br":
+                    _line_end(out, line)
+            else:  # a token
+                if text := element.text:
+                    add(text)
+                if len(element):
+                    stack.append((iter(element), element, -1))
+                    break
+            if tail := element.tail:
+                add(tail)
         else:
             stack.pop()
             if parent is not block:
                 if parent.tag in _LINE_TAGS:
                     _line_end(out, began)
-                if parent.tail:
-                    add(parent.tail)
+                if tail := parent.tail:
+                    add(tail)
     code = "".join(out).removesuffix("\n")
     if numbers and not code.strip():
         return None
@@ -393,18 +406,6 @@ def just_text(block: etree._Element) -> bool:
         if style is not None and "user-select" in style:
             return False
     return True
-
-
-def _maybe_not_code(element: etree._Element, tag: object, names: str | None) -> bool:
-    """Whether ``element`` may be something visible.not_code leaves out of code; one that is not
-    is not asked (most of a block's elements are its tokens). ``b``: an AsciiDoc callout's
-    number after its font icon."""
-    if not isinstance(tag, str) or tag in INVISIBLE or tag == "b":
-        return True
-    if names is not None and _maybe_class(names):
-        return True
-    style = element.get("style")
-    return style is not None and "user-select" in style
 
 
 @functools.lru_cache(maxsize=4096)
