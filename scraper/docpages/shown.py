@@ -113,6 +113,9 @@ class Reader:
         self._hidden: dict[etree._Element, bool] = {}  # left out, with what it holds
         self._depth: dict[etree._Element, int] = {}  # containers around and including it
         self._code: set[etree._Element] = set()  # in a code block
+        # A code block's reading: a tab panel, a callout or a cell reads the blocks in it for
+        # its text before the page's reading meets them on their own.
+        self._code_texts: dict[etree._Element, tuple[str, str] | None] = {}
 
     # ------------------------------------------------------------------ judging elements
 
@@ -154,6 +157,13 @@ class Reader:
                     self._code.add(node)
         return not hidden, depth, code
 
+    def code(self, block: etree._Element) -> tuple[str, str] | None:
+        """code_text of ``block``, read once per page."""
+        if block in self._code_texts:
+            return self._code_texts[block]
+        code = self._code_texts[block] = code_text(block)
+        return code
+
     # ------------------------------------------------------------------ the page
 
     def read(self, root: etree._Element) -> Shown:
@@ -168,7 +178,7 @@ class Reader:
             if not visible or in_code or self.hides(element):
                 continue
             if is_code_block(element):
-                code = code_text(element)
+                code = self.code(element)
                 if code is not None:
                     shown.codes.append(code[1])
             elif tag == "table" and not is_code_table(element) and not is_layout_table(element):
@@ -220,7 +230,7 @@ class Reader:
                 if skip or is_code_block(element):
                     walker.skip_subtree()
                     skipped = element
-                    code = None if skip else code_text(element)
+                    code = None if skip else self.code(element)
                     if code is not None:
                         size += _add(parts, code[0]) + _add(parts, code[1])
                     size += _add(parts, element.tail)
