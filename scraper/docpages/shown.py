@@ -8,8 +8,9 @@ It shares with the converter only the definitions of what is not content (:mod:`
 a label the converter takes for code, a copy it writes twice or a cell it shifts is not in
 this reading, so the page falls below 100% in its own record.
 
-Cost: one XPath finds the candidates, an ancestor walk with a memo judges each once; the text
-of a table cell, panel or callout is read from its own subtree. Structures nested deeper than
+Cost: one ``iter`` over the candidates' tags finds them, an ancestor walk with a memo judges
+each once; the text of a table cell, panel or callout is read from its own subtree, and each
+code block is read once (:meth:`Reader.code`). Structures nested deeper than
 the converter nests containers (:data:`MAX_DEPTH`) are counted and not read: the converter
 writes them flat, so they are not kept, and reading them would cost depth × size.
 """
