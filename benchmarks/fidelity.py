@@ -21,23 +21,21 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
-    PYTHON,
     REPO_ROOT,
+    child_json,
     default_results,
     describe_machine,
     fmt,
     format_table,
     machine_info,
+    median_steps,
     publish,
     source_tree,
 )
@@ -84,15 +82,7 @@ def child(passes: int) -> dict[str, Any]:
 
 
 def run_child(tree: Path, passes: int) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(tree), str(REPO_ROOT)]))
-    # -P: neither the working directory nor a script's folder before PYTHONPATH
-    done = subprocess.run([PYTHON, "-P", "-m", "benchmarks.fidelity", "--child",
-                           "--passes", str(passes)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise SystemExit(f"the timing process failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    result = child_json("benchmarks.fidelity", tree, ["--passes", str(passes)])
     expected = tree / "scraper" / "docpages" / "fidelity.py"
     if Path(result["loaded"]).resolve() != expected.resolve():
         raise SystemExit(f"the process for {tree} loaded {result['loaded']}")
@@ -116,10 +106,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {"machine": machine_info(), "before": args.before, "repeat": args.repeat,
             "passes": args.passes, "pages": runs["after"][0]["pages"],
             "identical": len(hashes) == 1, "runs": runs,
-            "steps": {version: {step: round(statistics.median(run["steps"][step]
-                                                              for run in version_runs), 3)
-                                for step in STEPS}
-                      for version, version_runs in runs.items()}}
+            "steps": median_steps(runs, STEPS)}
 
 
 def render(results: dict[str, Any]) -> str:
