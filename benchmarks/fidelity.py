@@ -1,8 +1,8 @@
 """The docs page's fidelity check, this tree against another version of it, in one run: what a
 change to the check buys per page, and that it reads every page the same.
 
-    python -m benchmarks.fidelity --before 98eece7               # 5 alternations, 7 passes (~1 min)
-    python -m benchmarks.fidelity --before 98eece7 --repeat 1 --passes 1
+    python -m benchmarks.fidelity --before 98eece7               # 5 alternations, 7 passes (~25 s)
+    python -m benchmarks.fidelity --before 98eece7 --repeat 1 --passes 1 --pages 3   # a smoke run
 
 ``--before``: a git revision (its ``scraper`` package, extracted to a work directory) or a
 directory holding a copy of the project. Each version runs in a process of its own
@@ -11,9 +11,9 @@ alternated ``--repeat`` times: on the 32 real pages of tests/data/docs and tests
 (the tree by ``extract.page_selector``, ``extract.main_content``, the Markdown by
 ``markdown.convert``), ``fidelity.check`` and its two halves, ``shown.read_shown`` and
 ``readback.read``, timed with ``time.process_time`` as ``benchmarks.pagecost`` times its steps
-(best of ``--passes`` passes, ms per page of the 32). Each process hashes what the check read of
-every page (the shown reading, the Markdown read back, the fidelity record): the two versions
-must hash the same.
+(best of ``--passes`` passes, ms per page; ``--pages``: the first pages only). Each process
+hashes what the check read of every page (the shown reading, the Markdown read back, the
+fidelity record): the two versions must hash the same.
 """
 
 from __future__ import annotations
@@ -39,20 +39,21 @@ from benchmarks.common import (
     publish,
     source_tree,
 )
+from benchmarks.pagecost import docs_pages
 
 STEPS = ("fidelity check", "what the page shows (shown.read_shown)",
          "the Markdown read back (readback.read)")
 VERSIONS = ("before", "after")
 
 
-def child(passes: int) -> dict[str, Any]:
+def child(passes: int, count: int) -> dict[str, Any]:
     """In the process ``PYTHONPATH`` chose: the file the check was loaded from, each step's ms
     per page and a hash of what the check read."""
-    from benchmarks.pagecost import docs_pages, timed
+    from benchmarks.pagecost import timed
     from scraper.docpages import extract, fidelity, readback, shown
     from scraper.docpages.markdown import convert
 
-    pages = docs_pages()
+    pages = docs_pages()[:count]
     pairs = []
     for path in pages:
         selector = extract.page_selector(path.read_bytes().decode("utf-8", errors="replace"))
@@ -81,8 +82,9 @@ def child(passes: int) -> dict[str, Any]:
             "steps": {name: round(ms * share, 3) for name, ms in steps.items()}}
 
 
-def run_child(tree: Path, passes: int) -> dict[str, Any]:
-    result = child_json("benchmarks.fidelity", tree, ["--passes", str(passes)])
+def run_child(tree: Path, passes: int, pages: int) -> dict[str, Any]:
+    result = child_json("benchmarks.fidelity", tree,
+                        ["--passes", str(passes), "--pages", str(pages)])
     expected = tree / "scraper" / "docpages" / "fidelity.py"
     if Path(result["loaded"]).resolve() != expected.resolve():
         raise SystemExit(f"the process for {tree} loaded {result['loaded']}")
@@ -96,7 +98,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         runs: dict[str, list[dict[str, Any]]] = {version: [] for version in VERSIONS}
         for r in range(args.repeat):
             for version in VERSIONS:
-                run = run_child(trees[version], args.passes)
+                run = run_child(trees[version], args.passes, args.pages)
                 runs[version].append(run)
                 print(f"round {r + 1}: {version}: fidelity check "
                       f"{run['steps'][STEPS[0]]:.2f} ms/page", flush=True)
@@ -129,16 +131,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="a git revision or a project directory to hold this tree against")
     parser.add_argument("--repeat", type=int, default=5, help="alternations; the median is kept")
     parser.add_argument("--passes", type=int, default=7, help="passes per process; the best")
+    parser.add_argument("--pages", type=int, default=len(docs_pages()),
+                        help="the first pages of the 32 (a smoke run)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.repeat < 1 or args.passes < 1:
-        parser.error("--repeat and --passes: at least 1")
+    if args.repeat < 1 or args.passes < 1 or not 1 <= args.pages <= len(docs_pages()):
+        parser.error(f"--repeat and --passes: at least 1; --pages: 1 to {len(docs_pages())}")
     if args.child:
-        print(json.dumps(child(args.passes)))
+        print(json.dumps(child(args.passes, args.pages)))
         return 0
     results = measure(args)
-    full = args.repeat >= 5 and args.passes >= 7
+    full = args.repeat >= 5 and args.passes >= 7 and args.pages == len(docs_pages())
     code = publish(args.out or default_results("fidelity", "full" if full else "tiny"), results,
                    render)
     return code if results["identical"] else 1
