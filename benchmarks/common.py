@@ -65,6 +65,29 @@ def source_tree(rev: str, packages: Sequence[str], into: Path) -> Path:
     return into
 
 
+def child_json(module: str, tree: Path, args: Sequence[str]) -> dict[str, Any]:
+    """What ``python -m module --child ARGS`` printed on its last line, as JSON, run with
+    ``tree`` first on ``PYTHONPATH``: one version of the code, measured in a process of its
+    own."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(tree), str(REPO_ROOT)]))
+    # -P: neither the working directory nor a script's folder before PYTHONPATH
+    done = subprocess.run([PYTHON, "-P", "-m", module, "--child", *args], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"the timing process failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def median_steps(runs: dict[str, list[dict[str, Any]]],
+                 steps: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Per version, each step's median over the version's runs (each run's ``steps``)."""
+    return {version: {step: round(statistics.median(run["steps"][step] for run in version_runs),
+                                  3) for step in steps}
+            for version, version_runs in runs.items()}
+
+
 def can_raise_priority() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 

@@ -20,9 +20,7 @@ import argparse
 import hashlib
 import importlib
 import json
-import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,11 +31,13 @@ from typing import Any
 from benchmarks.common import (
     PYTHON,
     REPO_ROOT,
+    child_json,
     default_results,
     describe_machine,
     fmt,
     format_table,
     machine_info,
+    median_steps,
     publish,
 )
 
@@ -112,16 +112,8 @@ def child(passes: int, modules: list[str]) -> dict[str, Any]:
 
 
 def run_child(path: Path, passes: int, modules: list[str]) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(path), str(REPO_ROOT)]))
-    # -P: neither the working directory nor a script's folder before PYTHONPATH
-    done = subprocess.run([PYTHON, "-P", "-m", "benchmarks.compiled", "--child",
-                           "--passes", str(passes), "--modules", ",".join(modules)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise SystemExit(f"the timing process failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return child_json("benchmarks.compiled", path,
+                      ["--passes", str(passes), "--modules", ",".join(modules)])
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -147,10 +139,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "modules": args.modules, "build_s": build_s,
             "pages": runs["pure"][0]["pages"], "identical": len(hashes) == 1,
             "runs": runs,
-            "steps": {version: {step: round(statistics.median(run["steps"][step]
-                                                              for run in version_runs), 3)
-                                for step in STEPS}
-                      for version, version_runs in runs.items()}}
+            "steps": median_steps(runs, STEPS)}
 
 
 def render(results: dict[str, Any]) -> str:

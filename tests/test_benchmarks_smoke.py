@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -314,3 +315,35 @@ def test_pagecost_tiny_measures_both_spiders_against_plain_scrapy(tmp_path: Path
     assert "Markdown and text (one walk)" in data["docs_steps"]
     assert "vs plain Scrapy" in result.stdout and "fidelity check" in result.stdout
 
+
+
+@pytest.mark.timeout(300)
+def test_fidelity_times_both_versions_and_tells_a_different_reading(tmp_path: Path) -> None:
+    """The check of this tree against a copy of it reads every page the same; against a copy
+    that reads the Markdown's text back with a mark between its lines, it says DIFFERENT and
+    exits 1. Four timing processes: 8 s, about 65 s under nice beside a busy loop on a loaded
+    box, hence the timeouts."""
+    same = tmp_path / "same.json"
+    result = bench("benchmarks.fidelity", "--before", str(REPO_ROOT), "--repeat", "1",
+                   "--passes", "1", "--pages", "3", "--out", str(same), timeout=140)
+    data = json.loads(same.read_text())
+    assert data["identical"] and data["pages"] == 3, data
+    (before,), (after,) = data["runs"]["before"], data["runs"]["after"]
+    assert "hubcollect-fidelity-" in before["loaded"] and after["loaded"] == str(
+        REPO_ROOT / "scraper" / "docpages" / "fidelity.py")
+    assert all(ms > 0 for ms in after["steps"].values()), after
+    assert "what the check read: identical" in result.stdout
+    changed = tmp_path / "changed"
+    shutil.copytree(REPO_ROOT / "scraper", changed / "scraper",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = changed / "scraper" / "docpages" / "readback.py"
+    source = module.read_text()
+    assert 'reading.plain = "".join(plain)' in source
+    module.write_text(source.replace('reading.plain = "".join(plain)',
+                                     'reading.plain = "|".join(plain)'))
+    differs = subprocess.run(
+        [sys.executable, "-m", "benchmarks.fidelity", "--before", str(changed), "--repeat", "1",
+         "--passes", "1", "--pages", "3", "--out", str(tmp_path / "changed.json")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=140)
+    assert differs.returncode == 1, differs.stdout + differs.stderr
+    assert "what the check read: DIFFERENT" in differs.stdout

@@ -114,6 +114,8 @@ def kept_tables(tables: list[ShownTable | None], reading: Reading) -> int:
 def in_order(needle: str, haystack: str) -> bool:
     """Every character of ``needle`` in ``haystack``, in order (the Markdown may add labels and
     titles of its own between them)."""
+    if needle in haystack:
+        return True  # in order, and next to each other
     position = 0
     for char in needle:
         position = haystack.find(char, position) + 1

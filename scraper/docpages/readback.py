@@ -28,6 +28,11 @@ _BOLD_LINE = re.compile(r"^\*\*(.+)\*\*$")
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _HARD_BREAK = "\\"
 _SPECIAL = re.compile(r"[\\`!\[\]*~<]")
+# What a line's prefix (_PREFIX) may start with besides a digit: any other line has none.
+_PREFIX_STARTS = frozenset(" >-*+:")
+_RULE_STARTS = frozenset("-*_")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+_TARGET_MARKS = re.compile(r"[\\() ]")
 
 
 @dataclass(slots=True)
@@ -117,13 +122,15 @@ def read(markdown: str, *, prose: bool = True) -> Reading:
             quotes_to(opening.group(1).count(">"), "")
             rest, marks = continuation(opening.group(1)), opening.group(2)
             closing, bare = rest + marks, rest.rstrip()
-            body = []
-            while i < len(lines) and lines[i] != closing:
-                inner = lines[i]
-                body.append(inner[len(rest):] if inner.startswith(rest) else
-                            "" if inner == bare else "\x00")  # \x00: a line the block lost
-                i += 1
-            i += 1
+            try:
+                end = lines.index(closing, i)
+            except ValueError:
+                end = len(lines)
+            body = lines[i:end] if not rest else [
+                inner[len(rest):] if inner.startswith(rest) else
+                "" if inner == bare else "\x00"  # \x00: a line the block lost
+                for inner in lines[i:end]]
+            i = end + 1
             code = "\n".join(body)
             reading.codes.append(code)
             text = squeeze(code)
@@ -133,9 +140,12 @@ def read(markdown: str, *, prose: bool = True) -> Reading:
             continue
         if not prose:
             continue
-        marks = _PREFIX.match(line)  # it matches every line, if only with nothing
-        prefix = marks.group(0) if marks else ""
-        content = line[len(prefix):]
+        if line[:1] in _PREFIX_STARTS or line[:1].isdecimal():
+            marks = _PREFIX.match(line)  # it matches every line, if only with nothing
+            prefix = marks.group(0) if marks else ""
+            content = line[len(prefix):]
+        else:
+            prefix, content = "", line
         if content.startswith("|"):
             quotes_to(prefix.count(">"), "")
             if _DELIMITER_ROW.match(content):
@@ -151,15 +161,16 @@ def read(markdown: str, *, prose: bool = True) -> Reading:
             table.end = size
             continue
         table = None
-        heading = _HEADING.match(content)
+        heading = _HEADING.match(content) if content[:1] == "#" else None
         if heading:
             content = content[heading.end():]
-        elif _RULE.match(content):
+        elif content[:1] in _RULE_STARTS and _RULE.match(content):
             content = ""
         if content.endswith(_HARD_BREAK) and not content.endswith("\\\\"):
             content = content[:-1]
         text = squeeze(inline_plain(content))
-        quotes_to(prefix.count(">"), text)
+        if open_quotes or prefix:
+            quotes_to(prefix.count(">"), text)
         if text and _BOLD_LINE.match(content):
             reading.labels.setdefault(text, []).append((size, size + len(text)))
         plain.append(text)
@@ -173,23 +184,9 @@ def read(markdown: str, *, prose: bool = True) -> Reading:
 
 
 def split_row(line: str) -> list[str]:
-    """A pipe table row's cells: split at pipes that are not escaped, outer pipes dropped."""
-    cells: list[str] = []
-    current: list[str] = []
-    i, n = 0, len(line)
-    while i < n:
-        char = line[i]
-        if char == "\\" and i + 1 < n and line[i + 1] == "|":
-            current.append("\\|")
-            i += 2
-            continue
-        if char == "|":
-            cells.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-        i += 1
-    cells.append("".join(current))
+    """A pipe table row's cells: split at pipes that are not escaped (right after a backslash,
+    whatever is before it), outer pipes dropped."""
+    cells = _CELL_BORDER.split(line)
     return cells[1:-1] if len(cells) >= 2 else cells
 
 
@@ -198,6 +195,8 @@ def inline_plain(text: str) -> str:
     emphasis and strikethrough marks, images and link targets dropped, ``<br>`` dropped. One
     pass over the text after one pass that pairs its code spans and brackets: a line of a
     thousand "[" costs a thousand steps, not a million."""
+    if _SPECIAL.search(text) is None:
+        return text
     spans = _code_spans(text)
     closes = _brackets(text, spans)
     skip_at: dict[int, int] = {}  # a link's "]" → where its "(target)" ends
@@ -244,6 +243,8 @@ _TICKS = re.compile(r"`+")
 def _code_spans(text: str) -> dict[int, tuple[tuple[int, int], int]]:
     """Each code span's opening → (its code's start and end, where it ends): a run of
     backticks closes at the next run of the same length (CommonMark), runs not escaped."""
+    if "`" not in text:
+        return {}
     runs = [(m.start(), m.end() - m.start()) for m in _TICKS.finditer(text)
             if not _escaped(text, m.start())]
     following: list[int] = [-1] * len(runs)  # the next run of the same length, by index
@@ -313,7 +314,8 @@ def _link_end(text: str, i: int, closes: dict[int, int]) -> int:
         end = text.find(">)", j)
         return end + 2 if end >= 0 else 0
     depth = 1
-    while j < len(text):
+    while (mark := _TARGET_MARKS.search(text, j)) is not None:
+        j = mark.start()
         char = text[j]
         if char == "\\":
             j += 2
@@ -324,7 +326,7 @@ def _link_end(text: str, i: int, closes: dict[int, int]) -> int:
             depth -= 1
             if depth == 0:
                 return j + 1
-        elif char == " ":
+        else:
             return 0  # a target with a space is written in <…>
         j += 1
     return 0

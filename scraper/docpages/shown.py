@@ -8,8 +8,9 @@ It shares with the converter only the definitions of what is not content (:mod:`
 a label the converter takes for code, a copy it writes twice or a cell it shifts is not in
 this reading, so the page falls below 100% in its own record.
 
-Cost: one XPath finds the candidates, an ancestor walk with a memo judges each once; the text
-of a table cell, panel or callout is read from its own subtree. Structures nested deeper than
+Cost: one ``iter`` over the candidates' tags finds them, an ancestor walk with a memo judges
+each once; the text of a table cell, panel or callout is read from its own subtree, and each
+code block is read once (:meth:`Reader.code`). Structures nested deeper than
 the converter nests containers (:data:`MAX_DEPTH`) are counted and not read: the converter
 writes them flat, so they are not kept, and reading them would cost depth × size.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -53,8 +54,12 @@ PANEL_PREFIX = 32
 CALLOUT_TEXT = 2000
 """Characters of a callout's text that must be in its quote."""
 
-_CANDIDATES = etree.XPath(".//pre | .//table | .//div[@class] | .//aside[@class] | .//details"
-                          " | .//*[@role='tabpanel']")
+# The candidates are ``.//pre | .//table | .//div[@class] | .//aside[@class] | .//details |
+# .//*[@role='tabpanel']``, found by one ``iter`` over their tags (and a tab panel's own tag,
+# when one is of another): libxml2 sorts a union into document order, a fifth of the reading.
+_CANDIDATE_TAGS = ("pre", "table", "details", "div", "aside")
+_ALWAYS = frozenset({"pre", "table", "details"})
+_TAB_PANELS = etree.XPath(".//@role[.='tabpanel']/..")
 # MkDocs Material's tab panels (tabs.tab_label): "tabbed-block", legacy "tabbed-content".
 _TABBED = re.compile(r"\btabbed-(?:block|content)\b")
 _CONTAINERS = frozenset({"ul", "ol", "menu", "li", "dd", "blockquote", "table", "td", "th",
@@ -69,8 +74,14 @@ _ROWS = etree.XPath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
 # What may make a <pre> more than its code's text and inline tokens: a line's element, a break,
 # something not code (visible.not_code: by tag, by a class holding one of these words, by a
 # user-select style). Without any, its code is its text as it stands, read in C; a false alarm
-# only costs the full reading.
+# only costs the full reading. code_text and just_text test these inline, a call per token
+# being a tenth of the reading.
 _MAYBE_TAGS = _LINE_TAGS | INVISIBLE | {"br"}
+# The tags visible.not_code may leave out of code; ``b``: an AsciiDoc callout's number after
+# its font icon. Any other element is asked only for its class and style.
+_NOT_CODE_TAGS = INVISIBLE | {"b"}
+_BREAKS = _LINE_TAGS | {"br"}  # where a line of code starts or ends
+_STOP_TAGS = _MAYBE_TAGS | _NOT_CODE_TAGS
 _MAYBE_CLASS = re.compile(r"ln|lineno|line-numbers|gutter|hideme|conum|language-id|code-title"
                           r"|error|meta-line")
 
@@ -103,6 +114,9 @@ class Reader:
         self._hidden: dict[etree._Element, bool] = {}  # left out, with what it holds
         self._depth: dict[etree._Element, int] = {}  # containers around and including it
         self._code: set[etree._Element] = set()  # in a code block
+        # A code block's reading: a tab panel, a callout or a cell reads the blocks in it for
+        # its text before the page's reading meets them on their own.
+        self._code_texts: dict[etree._Element, tuple[str, str] | None] = {}
 
     # ------------------------------------------------------------------ judging elements
 
@@ -144,12 +158,19 @@ class Reader:
                     self._code.add(node)
         return not hidden, depth, code
 
+    def code(self, block: etree._Element) -> tuple[str, str] | None:
+        """code_text of ``block``, read once per page."""
+        if block in self._code_texts:
+            return self._code_texts[block]
+        code = self._code_texts[block] = code_text(block)
+        return code
+
     # ------------------------------------------------------------------ the page
 
     def read(self, root: etree._Element) -> Shown:
         shown = Shown()
         self._hidden[root], self._depth[root] = False, 0
-        for element in _CANDIDATES(root):
+        for element in candidates(root):
             tag = element.tag.lower()
             names = classes(element)
             if tag not in ("pre", "table") and not self.structure(element, tag, names):
@@ -158,7 +179,7 @@ class Reader:
             if not visible or in_code or self.hides(element):
                 continue
             if is_code_block(element):
-                code = code_text(element)
+                code = self.code(element)
                 if code is not None:
                     shown.codes.append(code[1])
             elif tag == "table" and not is_code_table(element) and not is_layout_table(element):
@@ -187,6 +208,9 @@ class Reader:
         """The visible text of ``top`` without whitespace, and how many images it shows; a code
         block's title and code as a browser draws them. ``leave_out``: a title read on its own.
         ``limit``: characters enough, the rest is not read."""
+        if not len(top) and top.tag != "img":  # a cell of text alone: nothing to walk
+            text = squeeze(top.text) if top.text else ""
+            return (text if limit is None else text[:limit]), 0
         parts: list[str] = []
         images = 0
         size = 0
@@ -207,7 +231,7 @@ class Reader:
                 if skip or is_code_block(element):
                     walker.skip_subtree()
                     skipped = element
-                    code = None if skip else code_text(element)
+                    code = None if skip else self.code(element)
                     if code is not None:
                         size += _add(parts, code[0]) + _add(parts, code[1])
                     size += _add(parts, element.tail)
@@ -224,10 +248,11 @@ class Reader:
     def table(self, table: etree._Element) -> list[ShownTable]:
         grid: Grid[_Cell] = Grid(_EMPTY_CELL)
         parts: list[ShownTable] = []
+        headings = _HAS_HEADING(table)  # none in the table: none in a cell
         for row in _ROWS(table):
             cells = [cell for cell in row if isinstance(cell.tag, str) and
                      cell.tag.lower() in ("td", "th") and not self.hides(cell)]
-            if any(_HAS_HEADING(cell) for cell in cells):
+            if headings and any(_HAS_HEADING(cell) for cell in cells):
                 _table_part(grid, parts)
                 grid = Grid(_EMPTY_CELL)
                 continue
@@ -258,6 +283,17 @@ class Reader:
                 break  # a callout inside before any title: this one has none
         text, _ = self.text(box, leave_out=title_element, limit=CALLOUT_TEXT)
         return title, text[:CALLOUT_TEXT]
+
+
+def candidates(root: etree._Element) -> list[etree._Element]:
+    """What may be a structure the page shows, in document order (see _CANDIDATE_TAGS)."""
+    tags = _CANDIDATE_TAGS
+    others = {panel.tag for panel in _TAB_PANELS(root)}.difference(tags)
+    if others:
+        tags += tuple(sorted(others))
+    return [element for element in root.iterdescendants(tags)
+            if element.tag in _ALWAYS or element.get("role") == "tabpanel"
+            or (element.tag in ("div", "aside") and element.get("class") is not None)]
 
 
 def _add(parts: list[str], text: str | None) -> int:
@@ -302,49 +338,66 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
     text = block.text or ""
     if not fragment and text.startswith("\n"):
         text = text[1:]
-    _code_add(out, text, fragment)
-    lines: dict[etree._Element, int] = {}  # open div.line → where it began in ``out``
-    skipped: etree._Element | None = None
-    walker = etree.iterwalk(block, events=("start", "end"))
-    for event, element in walker:
-        if element is block:
-            continue
-        if event == "end":
-            if element is skipped:  # its tail was taken at its start
-                skipped = None
-                continue
+    # Every text is taken when it is not empty; a fragment's whitespace between lines is not.
+    add = functools.partial(_fragment_add, out) if fragment else out.append
+    if text:
+        add(text)
+    # The open elements: their children still to read, the element, where its div.line began
+    # in ``out`` (-1: not one). Most elements are tokens without children: each is read whole
+    # where it is met, with no "end" event to wait for.
+    stack: list[tuple[Iterator[etree._Element], etree._Element, int]] = [(iter(block), block, -1)]
+    while stack:
+        children, parent, began = stack[-1]
+        for element in children:
             tag = element.tag
-            if tag in _LINE_TAGS:
-                if lines.pop(element, -1) == len(out):
-                    out.append("\n")  # an empty div.line: CSS gives it a line's height
+            if not isinstance(tag, str):
+                # A comment or processing instruction, and its tail: not read, as the
+                # converter's iterwalk (events "start", "end") does not send them.
+                continue
+            value = element.get("class")
+            if tag in _NOT_CODE_TAGS or (value is not None and _maybe_class(value)) or (
+                    (style := element.get("style")) is not None and "user-select" in style):
+                names = set(value.split()) if value else set()
+                if not_code(element, names, block):
+                    if TITLE_LABEL in names and not title:
+                        title = label_text(element)
+                    if names & LINE_NUMBER_CLASSES or unselectable(element):
+                        numbers = True
+                    if is_code_callout(element, names) and out:
+                        out[-1] = out[-1].rstrip(" \t")  # the space before a callout is not code
+                    if tail := element.tail:
+                        add(tail)
+                    continue
+            if tag in _BREAKS:
+                line = -1
+                if tag == "br":
+                    out.append("\n")
                 else:
                     _line_break(out)
-            _code_add(out, element.tail, fragment)
-            continue
-        skipped = None
-        tag = element.tag
-        value = element.get("class") if isinstance(tag, str) else None
-        maybe = _maybe_not_code(element, tag, value)
-        names = set(value.split()) if maybe and value else set()
-        if maybe and not_code(element, names, block):
-            walker.skip_subtree()
-            skipped = element
-            if TITLE_LABEL in names and not title:
-                title = label_text(element)
-            if names & LINE_NUMBER_CLASSES or unselectable(element):
-                numbers = True
-            if is_code_callout(element, names) and out:
-                out[-1] = out[-1].rstrip(" \t")  # the space before a callout is not code
-            # lxml may send a skipped element's "end" or not: its tail is taken here.
-            _code_add(out, element.tail, fragment)
-            continue
-        if tag == "br":
-            out.append("\n")
-        elif tag in _LINE_TAGS:
-            _line_break(out)
-            if tag == "div" and value and CODE_LINE_CLASS in value.split():
-                lines[element] = len(out)
-        _code_add(out, element.text, fragment)
+                    if tag == "div" and value and CODE_LINE_CLASS in value.split():
+                        line = len(out)
+                if text := element.text:
+                    add(text)
+                if len(element):
+                    stack.append((iter(element), element, line))
+                    break
+                if tag != "br":
+                    _line_end(out, line)
+            else:  # a token
+                if text := element.text:
+                    add(text)
+                if len(element):
+                    stack.append((iter(element), element, -1))
+                    break
+            if tail := element.tail:
+                add(tail)
+        else:
+            stack.pop()
+            if parent is not block:
+                if parent.tag in _LINE_TAGS:
+                    _line_end(out, began)
+                if tail := parent.tail:
+                    add(tail)
     code = "".join(out).removesuffix("\n")
     if numbers and not code.strip():
         return None
@@ -355,22 +408,15 @@ def just_text(block: etree._Element) -> bool:
     """Whether ``block``'s code is its text as it stands (see _MAYBE_TAGS)."""
     for element in block.iterdescendants():
         tag = element.tag
-        if not isinstance(tag, str) or tag in _MAYBE_TAGS or \
-                _maybe_not_code(element, tag, element.get("class")):
+        if not isinstance(tag, str) or tag in _STOP_TAGS:
+            return False
+        value = element.get("class")
+        if value is not None and _maybe_class(value):
+            return False
+        style = element.get("style")
+        if style is not None and "user-select" in style:
             return False
     return True
-
-
-def _maybe_not_code(element: etree._Element, tag: object, names: str | None) -> bool:
-    """Whether ``element`` may be something visible.not_code leaves out of code; one that is not
-    is not asked (most of a block's elements are its tokens). ``b``: an AsciiDoc callout's
-    number after its font icon."""
-    if not isinstance(tag, str) or tag in INVISIBLE or tag == "b":
-        return True
-    if names is not None and _maybe_class(names):
-        return True
-    style = element.get("style")
-    return style is not None and "user-select" in style
 
 
 @functools.lru_cache(maxsize=4096)
@@ -380,12 +426,17 @@ def _maybe_class(value: str) -> bool:
     return _MAYBE_CLASS.search(value) is not None
 
 
-def _code_add(out: list[str], text: str | None, fragment: bool) -> None:
-    if not text:
-        return
-    if fragment and "\n" in text and not text.strip():
+def _fragment_add(out: list[str], text: str) -> None:
+    if "\n" in text and not text.strip():
         return  # between a Doxygen fragment's line divs: not laid out
     out.append(text)
+
+
+def _line_end(out: list[str], began: int) -> None:
+    if began == len(out):
+        out.append("\n")  # an empty div.line: CSS gives it a line's height
+    else:
+        _line_break(out)
 
 
 def _line_break(out: list[str]) -> None:
