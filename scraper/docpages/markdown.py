@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
@@ -208,6 +209,7 @@ def collapse(inline: list[str]) -> str:
 
 
 _NO_CELL: Cell = (False, [])
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -274,6 +276,7 @@ class Walker:
         self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
         self.in_link = False  # a link inside a link is its text
         self.token_classes: dict[str, bool] = {}  # a class attribute: a token's?
+        self.class_names: dict[str, frozenset[str]] = {}  # a class attribute: its names
 
     @property
     def top(self) -> Frame:
@@ -282,41 +285,65 @@ class Walker:
     # ----------------------------------------------------------------------- the walk
 
     def run(self, root: etree._Element) -> Converted:
+        # Each lxml read (``tag``, ``text``, ``tail``, an attribute) makes a new string: an
+        # element's tag is read once here and handed on, lowered, with its classes.
+        stack = self.stack
+        add_text, is_token, names_of = self.add_text, self.is_token, self.names_of
         walker = etree.iterwalk(root, events=("start", "end"))
         skipped: etree._Element | None = None
         for event, element in walker:
             if skipped is not None:
                 # A skipped element's tail is visible text. lxml may or may not send the "end"
                 # of a skipped subtree; either way its tail comes before whatever comes next.
-                self.add_text(skipped.tail)
+                add_text(skipped.tail)
                 if event == "end" and element is skipped:
                     skipped = None
                     continue
                 skipped = None
-            if element.tag == "span" and self.stack[-1].kind == "pre" and \
-                    self.is_token(element):
-                # What hidden, start and end would do with a token: take its text and tail.
-                self.add_text(element.text if event == "start" else element.tail)
-                continue
-            if event == "start":
-                if self.hidden(element):
-                    walker.skip_subtree()
-                    skipped = element
-                    continue
-                self.start(element)
-                kind = MIXED if self.stack[-1].element is not element or \
-                    self.stack[-1].kind != "pre" else self.code_kind(element)
-                if kind != MIXED:
-                    self.add_code(element, kind)
-                    walker.skip_subtree()  # the next event is this block's own "end"
-                elif element.text:
-                    self.add_text(element.text)
-            else:
-                self.end(element)
+            top = stack[-1]
+            tag = element.tag
+            if event == "end":
+                if top.element is element:
+                    self.finish()
+                elif tag in BLOCK_ENDS:
+                    self.block_end(top, element, tag)
                 if element is not root:
-                    self.add_text(element.tail)
+                    add_text(element.tail)
+                continue
+            if top.kind == "pre" and tag == "span" and is_token(element):
+                add_text(element.text)  # all hidden and start would do with a token
+                continue
+            if not isinstance(tag, str):  # comments, processing instructions
+                walker.skip_subtree()
+                skipped = element
+                continue
+            tag = tag.lower()
+            bare = not len(element.attrib)
+            names = _NO_NAMES if bare else names_of(element.get("class"))
+            if self.hidden(element, tag, names, bare, top):
+                walker.skip_subtree()
+                skipped = element
+                continue
+            self.start(element, tag, names, bare, top)
+            opened = stack[-1]
+            kind = MIXED if opened.element is not element or opened.kind != "pre" else \
+                self.code_kind(element)
+            if kind != MIXED:
+                self.add_code(element, kind)
+                walker.skip_subtree()  # the next event is this block's own "end"
+            elif (text := element.text):
+                add_text(text)
         markdown = self.stack[0].take()
         return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
+
+    def names_of(self, value: str | None) -> frozenset[str]:
+        """``visible.classes`` of an element whose ``class`` is ``value``, once per value."""
+        if not value:
+            return _NO_NAMES
+        names = self.class_names.get(value)
+        if names is None:
+            names = self.class_names[value] = frozenset(value.split())
+        return names
 
     def is_token(self, element: etree._Element) -> bool:
         """A code block's ``<span>`` that is only code (see ``hidden_in_code``)."""
@@ -386,18 +413,13 @@ class Walker:
             inline = [text for text in inline if "\n" not in text or text.strip()]
         top.inline.extend(inline)
 
-    def hidden(self, element: etree._Element) -> bool:
-        tag = element.tag
-        if not isinstance(tag, str):  # comments, processing instructions
-            return True
-        tag = tag.lower()
-        top = self.stack[-1]
-        if top.kind != "pre" and tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
-            # No attribute for the rules below to read: only the page's own rule may skip it.
-            return self.skip is not None and self.skip(element)
-        names = classes(element)
+    def hidden(self, element: etree._Element, tag: str, names: frozenset[str], bare: bool,
+               top: Frame) -> bool:
         if top.kind == "pre":
             return self.hidden_in_code(element, tag, names, top)
+        if bare and tag not in HIDDEN_BARE_TAGS:
+            # No attribute for the rules below to read: only the page's own rule may skip it.
+            return self.skip is not None and self.skip(element)
         if not_content(element, tag, names):
             return True
         if is_tab_strip(element, names) or is_theme_copy(element):
@@ -411,7 +433,7 @@ class Walker:
             return True
         return self.skip is not None and self.skip(element)
 
-    def hidden_in_code(self, element: etree._Element, tag: str, names: set[str],
+    def hidden_in_code(self, element: etree._Element, tag: str, names: AbstractSet[str],
                        top: Frame) -> bool:
         """What a code block draws but is not its code; code is otherwise kept whole, even a
         token whose class looks like furniture."""
@@ -458,22 +480,21 @@ class Walker:
         self.stack.append(frame)
         return frame
 
-    def start(self, element: etree._Element) -> None:
-        tag = element.tag.lower()
-        top = self.stack[-1]
+    def start(self, element: etree._Element, tag: str, names: frozenset[str], bare: bool,
+              top: Frame) -> None:
         if top.kind == "pre":
             if tag == "br":
                 top.inline.append("\n")
             elif tag in CODE_LINE_BLOCKS:
                 self.line_break(top)
-                if tag == "div" and CODE_LINE_CLASS in classes(element):
+                if tag == "div" and CODE_LINE_CLASS in names:
                     top.line_at = len(top.inline)
             return
         if top.kind == "code" or (self.in_heading and tag not in INLINE_IN_HEADING):
-            if tag == "br" or tag in BLOCK_ENDS or "where" in classes(element):
+            if tag == "br" or tag in BLOCK_ENDS or "where" in names:
                 top.inline.append(" ")  # rustdoc's ``where`` clauses sit on lines of their own
             return
-        if tag == "pre" or (tag == "div" and classes(element) & CODE_DIV_CLASSES):
+        if tag == "pre" or (tag == "div" and names & CODE_DIV_CLASSES):
             top.flush()
             self.push("pre", element, fragment=tag != "pre")
         elif tag in HEADINGS:
@@ -505,7 +526,7 @@ class Walker:
         elif tag == "hr":
             top.flush()
             top.blocks.append("---")
-        elif (label := tab_label(element)) is not None:
+        elif not bare and (label := tab_label(element)) is not None:
             top.flush()
             if label:
                 self.text.append(label)
@@ -522,7 +543,7 @@ class Walker:
             top.flush()
             self.containers += 1
             self.push(tag, element)
-        elif tag == "blockquote" or is_callout(tag, classes(element)):
+        elif tag == "blockquote" or is_callout(tag, names):
             top.flush()
             self.containers += 1
             self.push("quote", element)
@@ -536,7 +557,7 @@ class Walker:
         elif tag == "caption" and top.kind == "table":
             self.containers += 1
             self.push("caption", element)
-        elif tag in ("dt", "summary") or is_callout_title(classes(element)):
+        elif tag in ("dt", "summary") or is_callout_title(names):
             top.flush()
             self.push("title", element)
         elif tag in BLOCKS or tag in ("tr", "td", "th", "tbody", "thead", "tfoot"):
@@ -580,23 +601,21 @@ class Walker:
             cls.line_break(frame)
         frame.line_at = -1
 
-    def end(self, element: etree._Element) -> None:
-        top = self.stack[-1]
-        if top.element is not element:
-            if element.tag in BLOCK_ENDS:
-                if top.kind == "pre":
-                    self.end_line(top, element)
-                elif top.kind == "table" and element.tag == "tr":
-                    top.cells.end_row()
-                elif top.kind == "heading" or top.kind == "code":
-                    top.inline.append(" ")  # a heading's text stays in the heading
-                else:
-                    top.flush()
-            return
+    def block_end(self, top: Frame, element: etree._Element, tag: str) -> None:
+        """The end of a block element that opened no frame of its own."""
+        if top.kind == "pre":
+            self.end_line(top, element)
+        elif top.kind == "table" and tag == "tr":
+            top.cells.end_row()
+        elif top.kind == "heading" or top.kind == "code":
+            top.inline.append(" ")  # a heading's text stays in the heading
+        else:
+            top.flush()
+
+    def finish(self) -> None:
+        """The end of the open frame's element: the frame written into its parent."""
         frame = self.stack.pop()
-        parent = self.stack[-1]
-        finish = getattr(self, f"end_{frame.kind}")
-        finish(frame, parent)
+        _FINISH[frame.kind](self, frame, self.stack[-1])
 
     def end_pre(self, frame: Frame, parent: Frame) -> None:
         code = "".join(frame.inline)
@@ -765,6 +784,12 @@ class Walker:
             else:
                 part.append(row)
         add_table(part, parent.blocks)
+
+
+_FINISH: dict[str, Callable[[Walker, Frame, Frame], None]] = {
+    kind: getattr(Walker, f"end_{kind}") for kind in (
+        "pre", "heading", "code", "link", "emphasis", "title", "tab", "list", "li", "dd",
+        "quote", "caption", "cell", "table")}
 
 
 def convert(root: etree._Element, base_url: str, skip: Skip | None = None) -> Converted:

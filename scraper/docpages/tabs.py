@@ -17,6 +17,8 @@ and ``github-dark``) and let CSS show one; a reader gets it once.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from lxml import etree
 
 # How far up from a panel its tab strip is looked for: Docusaurus's is the grandparent's child,
@@ -40,7 +42,7 @@ def _label_text(element: etree._Element) -> str:
     return " ".join("".join(element.itertext()).split())
 
 
-def is_tab_strip(element: etree._Element, names: set[str]) -> bool:
+def is_tab_strip(element: etree._Element, names: AbstractSet[str]) -> bool:
     """The labels of a set of tabs, which the converter writes above each panel instead."""
     if element.get("role") == "tablist" or "tabbed-labels" in names:
         return True
