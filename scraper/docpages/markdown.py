@@ -111,6 +111,14 @@ _NOT_PLAIN_IN_CODE = CODE_LINE_BLOCKS | INVISIBLE | {"br", "b"}
 PLAIN, BROKEN, MIXED = range(3)
 
 
+def _code_tag(tag: object) -> int:
+    """What ``code_kind`` makes of a tag alone: ``PLAIN`` where a token may stand, ``BROKEN``
+    where only a ``<br>`` or a line number may, ``MIXED`` where the walk must read it."""
+    if not isinstance(tag, str) or not tag.islower():
+        return MIXED
+    return BROKEN if tag in _NOT_PLAIN_IN_CODE else PLAIN
+
+
 def _is_gutter(span: etree._Element) -> bool:
     """A ``<span>`` that ``hidden_in_code`` leaves out as a line number, by its class alone."""
     style = span.get("style")
@@ -277,6 +285,7 @@ class Walker:
         self.in_link = False  # a link inside a link is its text
         self.token_classes: dict[str, bool] = {}  # a class attribute: a token's?
         self.class_names: dict[str, frozenset[str]] = {}  # a class attribute: its names
+        self.code_tags: dict[object, int] = {}  # a tag in code: PLAIN, BROKEN or MIXED
 
     @property
     def top(self) -> Frame:
@@ -354,8 +363,11 @@ class Walker:
         if value is None:
             return True
         known = self.token_classes.get(value)
-        if known is None:
-            known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
+        return self.token_class(value) if known is None else known
+
+    def token_class(self, value: str) -> bool:
+        """A ``class`` attribute that a token may have: none of its names is furniture."""
+        known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
         return known
 
     def code_kind(self, block: etree._Element) -> int:
@@ -364,14 +376,26 @@ class Walker:
         class nor a style that is not a token's, ``is_token``); ``BROKEN`` when the others are
         only ``<br>`` and empty line-number ``<span>``; else ``MIXED``, for the walk. What the
         walk would do with the first two ``add_code`` does in one call."""
+        # is_token inlined: most of a page's elements are a code block's tokens.
         kind = PLAIN
-        is_token = self.is_token
+        token_classes, token_class, tag_kinds = self.token_classes, self.token_class, \
+            self.code_tags
         for element in block.iterdescendants():
             tag = element.tag
-            if not isinstance(tag, str) or not tag.islower():
+            tag_kind = tag_kinds.get(tag)
+            if tag_kind is None:
+                tag_kind = tag_kinds[tag] = _code_tag(tag)
+            if tag_kind == PLAIN:
+                style = element.get("style")
+                if style is None or "user-select" not in style:
+                    value = element.get("class")
+                    if value is None:
+                        continue
+                    known = token_classes.get(value)
+                    if known or (known is None and token_class(value)):
+                        continue
+            elif tag_kind == MIXED:
                 return MIXED
-            if tag not in _NOT_PLAIN_IN_CODE and is_token(element):
-                continue
             if tag == "br" or (tag == "span" and not len(element) and _is_gutter(element)):
                 kind = BROKEN
                 continue
