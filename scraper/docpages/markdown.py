@@ -286,6 +286,7 @@ class Walker:
         self.token_classes: dict[str, bool] = {}  # a class attribute: a token's?
         self.class_names: dict[str, frozenset[str]] = {}  # a class attribute: its names
         self.code_tags: dict[object, int] = {}  # a tag in code: PLAIN, BROKEN or MIXED
+        self.urls: dict[str, str] = {}  # an href or src: its URL as written
 
     @property
     def top(self) -> Frame:
@@ -316,8 +317,8 @@ class Walker:
                     self.finish()
                 elif tag in BLOCK_ENDS:
                     self.block_end(top, element, tag)
-                if element is not root:
-                    add_text(element.tail)
+                if element is not root and (text := element.tail):
+                    add_text(text)
                 continue
             if top.kind == "pre" and tag == "span" and is_token(element):
                 add_text(element.text)  # all hidden and start would do with a token
@@ -567,7 +568,7 @@ class Walker:
             top.flush()
             self.containers += 1
             self.push(tag, element)
-        elif tag == "blockquote" or is_callout(tag, names):
+        elif tag == "blockquote" or (names and is_callout(tag, names)):
             top.flush()
             self.containers += 1
             self.push("quote", element)
@@ -581,7 +582,7 @@ class Walker:
         elif tag == "caption" and top.kind == "table":
             self.containers += 1
             self.push("caption", element)
-        elif tag in ("dt", "summary") or is_callout_title(names):
+        elif tag in ("dt", "summary") or (names and is_callout_title(names)):
             top.flush()
             self.push("title", element)
         elif tag in BLOCKS or tag in ("tr", "td", "th", "tbody", "thead", "tfoot"):
@@ -603,8 +604,11 @@ class Walker:
             self.top.inline.append(escape(alt))
 
     def url(self, href: str) -> str:
-        url = urljoin(self.base_url, href.strip())
-        return f"<{url}>" if any(c in url for c in " ()<>") else url
+        url = self.urls.get(href)
+        if url is None:
+            url = urljoin(self.base_url, href.strip())
+            url = self.urls[href] = f"<{url}>" if any(c in url for c in " ()<>") else url
+        return url
 
     # ----------------------------------------------------------------------- end tags
 
