@@ -56,7 +56,7 @@ def is_layout_table(table: etree._Element) -> bool:
 def icon_title(cell: etree._Element, names: AbstractSet[str]) -> str | None:
     """The type an Asciidoctor admonition's icon cell names ("Important"); None when ``cell``
     is not one."""
-    if cell.tag != "td" or "icon" not in names:
+    if "icon" not in names or cell.tag != "td":
         return None
     box = cell.getparent()
     for _ in range(_ICON_DEPTH):

@@ -44,10 +44,12 @@ def _label_text(element: etree._Element) -> str:
 
 def is_tab_strip(element: etree._Element, names: AbstractSet[str]) -> bool:
     """The labels of a set of tabs, which the converter writes above each panel instead."""
-    if element.get("role") == "tablist" or "tabbed-labels" in names:
+    if "tabbed-labels" in names or element.get("role") == "tablist":
         return True
+    if element.tag != "label":
+        return False
     parent = element.getparent()
-    return element.tag == "label" and parent is not None and "tabbed-set" in _classes(parent)
+    return parent is not None and "tabbed-set" in _classes(parent)
 
 
 def tab_label(element: etree._Element) -> str | None:
