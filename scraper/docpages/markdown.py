@@ -107,6 +107,9 @@ _NOT_TOKEN_CLASSES = (LINE_NUMBER_CLASSES | CODE_LABEL_CLASSES | TWOSLASH_ANNOTA
 # Tags whose start or end in a code block does more than take the text: a line break, a line's
 # block, what is never code, an AsciiDoc callout's ``<b>``.
 _NOT_PLAIN_IN_CODE = CODE_LINE_BLOCKS | INVISIBLE | {"br", "b"}
+# Tags ``start`` reads before any block rule: each is written as it is, wherever it stands.
+_INLINE_OPENERS = frozenset({"pre", "a", "img", "br", "label", "hr"}) | frozenset(HEADINGS) \
+    | INLINE_CODE | frozenset(EMPHASIS)
 # A code block as ``Walker.code_kind`` finds it.
 PLAIN, BROKEN, MIXED = range(3)
 
@@ -519,39 +522,14 @@ class Walker:
             if tag == "br" or tag in BLOCK_ENDS or "where" in names:
                 top.inline.append(" ")  # rustdoc's ``where`` clauses sit on lines of their own
             return
-        if tag == "pre" or (tag == "div" and names & CODE_DIV_CLASSES):
+        if tag in _INLINE_OPENERS:
+            if self.start_inline(element, tag, top):
+                return
+        elif tag == "div" and names & CODE_DIV_CLASSES:
             top.flush()
-            self.push("pre", element, fragment=tag != "pre")
-        elif tag in HEADINGS:
-            top.flush()
-            self.in_heading = True
-            self.push("heading", element)
-        elif len(self.stack) >= MAX_FRAMES and (tag in INLINE_CODE or tag in EMPHASIS
-                                                 or tag == "a"):
-            return  # markup nested this deep is noise: its text flows on unformatted
-        elif tag in INLINE_CODE:
-            if len(element) and element.find(".//pre") is not None:
-                # Rouge's line-number table inside <code> (Jekyll's {% highlight linenos %}):
-                # a wrapper of the code block, not inline code.
-                top.flush()
-            else:
-                self.push("code", element)
-        elif tag == "a" and not self.in_link:
-            self.in_link = True
-            # number: where the link's text starts in the open heading's, to take a permalink out
-            self.push("link", element, number=len(self.heading_text))
-        elif tag in EMPHASIS:
-            self.push("emphasis", element)
-        elif tag == "img":
-            self.image(element)
-        elif tag == "br":
-            top.inline.append(_HARD_BREAK)
-        elif tag == "label":
-            top.inline.append(" ")  # tab and form labels sit side by side without spaces
-        elif tag == "hr":
-            top.flush()
-            top.blocks.append("---")
-        elif not bare and (label := tab_label(element)) is not None:
+            self.push("pre", element, fragment=True)
+            return
+        if not bare and (label := tab_label(element)) is not None:
             top.flush()
             if label:
                 self.text.append(label)
@@ -587,6 +565,45 @@ class Walker:
             self.push("title", element)
         elif tag in BLOCKS or tag in ("tr", "td", "th", "tbody", "thead", "tfoot"):
             top.flush()
+
+    def start_inline(self, element: etree._Element, tag: str, top: Frame) -> bool:
+        """``start`` of a tag in ``_INLINE_OPENERS``: False when the tag is not taken here (a
+        link in a link, which is its text) and the block rules are asked."""
+        if tag == "pre":
+            top.flush()
+            self.push("pre", element, fragment=False)
+        elif tag in HEADINGS:
+            top.flush()
+            self.in_heading = True
+            self.push("heading", element)
+        elif len(self.stack) >= MAX_FRAMES and (tag in INLINE_CODE or tag in EMPHASIS
+                                                 or tag == "a"):
+            return True  # markup nested this deep is noise: its text flows on unformatted
+        elif tag in INLINE_CODE:
+            if len(element) and element.find(".//pre") is not None:
+                # Rouge's line-number table inside <code> (Jekyll's {% highlight linenos %}):
+                # a wrapper of the code block, not inline code.
+                top.flush()
+            else:
+                self.push("code", element)
+        elif tag == "a":
+            if self.in_link:
+                return False
+            self.in_link = True
+            # number: where the link's text starts in the open heading's, to take a permalink out
+            self.push("link", element, number=len(self.heading_text))
+        elif tag in EMPHASIS:
+            self.push("emphasis", element)
+        elif tag == "img":
+            self.image(element)
+        elif tag == "br":
+            top.inline.append(_HARD_BREAK)
+        elif tag == "label":
+            top.inline.append(" ")  # tab and form labels sit side by side without spaces
+        else:  # hr
+            top.flush()
+            top.blocks.append("---")
+        return True
 
     @staticmethod
     def in_thead(cell: etree._Element) -> bool:
