@@ -314,15 +314,15 @@ class Walker:
                     continue
                 skipped = None
             top = stack[-1]
-            tag = element.tag
             if event == "end":
                 if top.element is element:
                     self.finish()
-                elif tag in BLOCK_ENDS:
+                elif (tag := element.tag) in BLOCK_ENDS:
                     self.block_end(top, element, tag)
                 if element is not root and (text := element.tail):
                     add_text(text)
                 continue
+            tag = element.tag
             if top.kind == "pre" and tag == "span" and is_token(element):
                 add_text(element.text)  # all hidden and start would do with a token
                 continue
@@ -411,13 +411,16 @@ class Walker:
         line break for a ``<br>``, a line number left out (``hidden_in_code``)."""
         top = self.stack[-1]
         if kind == PLAIN:
-            pieces = [text for text in block.itertext() if text]
+            pieces = list(filter(None, block.itertext()))
             inline = pieces
         else:
             pieces, inline = [], []
             if block.text:
                 pieces.append(block.text)
                 inline.append(block.text)
+            # code_kind read every class here (no style in the block may hide): a class
+            # that is not a token's is a line number's.
+            token_classes = self.token_classes
             for event, element in etree.iterwalk(block, events=("start", "end")):
                 if element is block:
                     continue
@@ -425,7 +428,8 @@ class Walker:
                     if element.tag == "br":
                         inline.append("\n")
                         continue
-                    if not self.is_token(element):
+                    value = element.get("class")
+                    if value is not None and not token_classes[value]:
                         top.numbers = True
                         continue
                     text = element.text
