@@ -112,6 +112,7 @@ _INLINE_OPENERS = frozenset({"pre", "a", "img", "br", "label", "hr"}) | frozense
     | INLINE_CODE | frozenset(EMPHASIS)
 # A code block as ``Walker.code_kind`` finds it.
 PLAIN, BROKEN, MIXED = range(3)
+_WALKED: tuple[int, list[str], list[str]] = (MIXED, [], [])
 
 
 def _code_tag(tag: object) -> int:
@@ -339,10 +340,10 @@ class Walker:
                 continue
             self.start(element, tag, names, bare, top)
             opened = stack[-1]
-            kind = MIXED if opened.element is not element or opened.kind != "pre" else \
-                self.code_kind(element)
+            kind, pieces, inline = _WALKED if opened.element is not element or \
+                opened.kind != "pre" else self.code_kind(element, opened)
             if kind != MIXED:
-                self.add_code(element, kind)
+                self.add_code(opened, pieces, inline)
                 walker.skip_subtree()  # the next event is this block's own "end"
             elif (text := element.text):
                 add_text(text)
@@ -374,17 +375,31 @@ class Walker:
         known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
         return known
 
-    def code_kind(self, block: etree._Element) -> int:
-        """How plain a code block is: ``PLAIN`` when every element in it is only code (a tag
-        that neither breaks a line nor hides, ``start`` and ``hidden_in_code``, with neither a
-        class nor a style that is not a token's, ``is_token``); ``BROKEN`` when the others are
-        only ``<br>`` and empty line-number ``<span>``; else ``MIXED``, for the walk. What the
-        walk would do with the first two ``add_code`` does in one call."""
+    def code_kind(self, block: etree._Element, top: Frame) -> tuple[int, list[str], list[str]]:
+        """How plain a code block is, and what the walk would take of it, in one pass:
+        ``PLAIN`` when every element in it is only code (a tag that neither breaks a line nor
+        hides, ``start`` and ``hidden_in_code``, with neither a class nor a style that is not a
+        token's, ``is_token``); ``BROKEN`` when the others are only ``<br>`` (a newline in the
+        inline run, not in the text) and empty line-number ``<span>`` (left out); then the
+        block's texts and its inline run, for ``add_code``. Else ``MIXED`` and nothing, for the
+        walk, which marks ``top.numbers`` for every line number seen here as well."""
         # is_token inlined: most of a page's elements are a code block's tokens.
+        pieces: list[str] = []
+        inline: list[str] = []
+        if text := block.text:
+            pieces.append(text)
+            inline.append(text)
         kind = PLAIN
         token_classes, token_class, tag_kinds = self.token_classes, self.token_class, \
             self.code_tags
-        for element in block.iterdescendants():
+        for event, element in etree.iterwalk(block, events=("start", "end")):
+            if element is block:
+                continue
+            if event == "end":
+                if text := element.tail:
+                    pieces.append(text)
+                    inline.append(text)
+                continue
             tag = element.tag
             tag_kind = tag_kinds.get(tag)
             if tag_kind is None:
@@ -393,51 +408,27 @@ class Walker:
                 style = element.get("style")
                 if style is None or "user-select" not in style:
                     value = element.get("class")
-                    if value is None:
-                        continue
-                    known = token_classes.get(value)
+                    known = True if value is None else token_classes.get(value)
                     if known or (known is None and token_class(value)):
+                        if text := element.text:
+                            pieces.append(text)
+                            inline.append(text)
                         continue
             elif tag_kind == MIXED:
-                return MIXED
-            if tag == "br" or (tag == "span" and not len(element) and _is_gutter(element)):
+                return _WALKED
+            if tag == "br":
                 kind = BROKEN
+                inline.append("\n")
                 continue
-            return MIXED
-        return kind
+            if tag == "span" and not len(element) and _is_gutter(element):
+                kind = BROKEN
+                top.numbers = True
+                continue
+            return _WALKED
+        return kind, pieces, inline
 
-    def add_code(self, block: etree._Element, kind: int) -> None:
-        """``add_text`` of every text and tail in ``block`` (its own text first), in order; a
-        line break for a ``<br>``, a line number left out (``hidden_in_code``)."""
-        top = self.stack[-1]
-        if kind == PLAIN:
-            pieces = list(filter(None, block.itertext()))
-            inline = pieces
-        else:
-            pieces, inline = [], []
-            if block.text:
-                pieces.append(block.text)
-                inline.append(block.text)
-            # code_kind read every class here (no style in the block may hide): a class
-            # that is not a token's is a line number's.
-            token_classes = self.token_classes
-            for event, element in etree.iterwalk(block, events=("start", "end")):
-                if element is block:
-                    continue
-                if event == "start":
-                    if element.tag == "br":
-                        inline.append("\n")
-                        continue
-                    value = element.get("class")
-                    if value is not None and not token_classes[value]:
-                        top.numbers = True
-                        continue
-                    text = element.text
-                else:
-                    text = element.tail
-                if text:
-                    pieces.append(text)
-                    inline.append(text)
+    def add_code(self, top: Frame, pieces: list[str], inline: list[str]) -> None:
+        """``add_text`` of a code block ``code_kind`` read: its texts, and its inline run."""
         self.text.extend(pieces)
         if self.in_heading:
             self.heading_text.extend(pieces)
