@@ -14,6 +14,8 @@ icons), and a content cell; that table lays out the box, it is not a table of th
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from lxml import etree
 
 from scraper.docpages.visible import classes, label_text
@@ -34,13 +36,13 @@ _BOX_TAGS = frozenset({"div", "aside", "details"})
 _ICON_DEPTH = 4
 
 
-def is_callout(tag: str, names: set[str]) -> bool:
+def is_callout(tag: str, names: AbstractSet[str]) -> bool:
     if tag in _BOX_TAGS and names & BOX_CLASSES:
         return True
     return tag == "details" and bool(names & DETAILS_TYPES)
 
 
-def is_callout_title(names: set[str]) -> bool:
+def is_callout_title(names: AbstractSet[str]) -> bool:
     return bool(names & TITLE_CLASSES) or any(name.startswith("admonitionHeading")
                                                for name in names)
 
@@ -51,10 +53,10 @@ def is_layout_table(table: etree._Element) -> bool:
     return parent is not None and ASCIIDOC_BOX in classes(parent)
 
 
-def icon_title(cell: etree._Element, names: set[str]) -> str | None:
+def icon_title(cell: etree._Element, names: AbstractSet[str]) -> str | None:
     """The type an Asciidoctor admonition's icon cell names ("Important"); None when ``cell``
     is not one."""
-    if cell.tag != "td" or "icon" not in names:
+    if "icon" not in names or cell.tag != "td":
         return None
     box = cell.getparent()
     for _ in range(_ICON_DEPTH):

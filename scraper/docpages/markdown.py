@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
@@ -106,8 +107,20 @@ _NOT_TOKEN_CLASSES = (LINE_NUMBER_CLASSES | CODE_LABEL_CLASSES | TWOSLASH_ANNOTA
 # Tags whose start or end in a code block does more than take the text: a line break, a line's
 # block, what is never code, an AsciiDoc callout's ``<b>``.
 _NOT_PLAIN_IN_CODE = CODE_LINE_BLOCKS | INVISIBLE | {"br", "b"}
+# Tags ``start`` reads before any block rule: each is written as it is, wherever it stands.
+_INLINE_OPENERS = frozenset({"pre", "a", "img", "br", "label", "hr"}) | frozenset(HEADINGS) \
+    | INLINE_CODE | frozenset(EMPHASIS)
 # A code block as ``Walker.code_kind`` finds it.
 PLAIN, BROKEN, MIXED = range(3)
+_WALKED: tuple[int, list[str], list[str]] = (MIXED, [], [])
+
+
+def _code_tag(tag: object) -> int:
+    """What ``code_kind`` makes of a tag alone: ``PLAIN`` where a token may stand, ``BROKEN``
+    where only a ``<br>`` or a line number may, ``MIXED`` where the walk must read it."""
+    if not isinstance(tag, str) or not tag.islower():
+        return MIXED
+    return BROKEN if tag in _NOT_PLAIN_IN_CODE else PLAIN
 
 
 def _is_gutter(span: etree._Element) -> bool:
@@ -208,6 +221,7 @@ def collapse(inline: list[str]) -> str:
 
 
 _NO_CELL: Cell = (False, [])
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -274,6 +288,9 @@ class Walker:
         self.heading_text: list[str] = []  # the open heading's visible text, for ``headings``
         self.in_link = False  # a link inside a link is its text
         self.token_classes: dict[str, bool] = {}  # a class attribute: a token's?
+        self.class_names: dict[str, frozenset[str]] = {}  # a class attribute: its names
+        self.code_tags: dict[object, int] = {}  # a tag in code: PLAIN, BROKEN or MIXED
+        self.urls: dict[str, str] = {}  # an href or src: its URL as written
 
     @property
     def top(self) -> Frame:
@@ -282,41 +299,65 @@ class Walker:
     # ----------------------------------------------------------------------- the walk
 
     def run(self, root: etree._Element) -> Converted:
+        # Each lxml read (``tag``, ``text``, ``tail``, an attribute) makes a new string: an
+        # element's tag is read once here and handed on, lowered, with its classes.
+        stack = self.stack
+        add_text, is_token, names_of = self.add_text, self.is_token, self.names_of
         walker = etree.iterwalk(root, events=("start", "end"))
         skipped: etree._Element | None = None
         for event, element in walker:
             if skipped is not None:
                 # A skipped element's tail is visible text. lxml may or may not send the "end"
                 # of a skipped subtree; either way its tail comes before whatever comes next.
-                self.add_text(skipped.tail)
+                add_text(skipped.tail)
                 if event == "end" and element is skipped:
                     skipped = None
                     continue
                 skipped = None
-            if element.tag == "span" and self.stack[-1].kind == "pre" and \
-                    self.is_token(element):
-                # What hidden, start and end would do with a token: take its text and tail.
-                self.add_text(element.text if event == "start" else element.tail)
+            top = stack[-1]
+            if event == "end":
+                if top.element is element:
+                    self.finish()
+                elif (tag := element.tag) in BLOCK_ENDS:
+                    self.block_end(top, element, tag)
+                if element is not root and (text := element.tail):
+                    add_text(text)
                 continue
-            if event == "start":
-                if self.hidden(element):
-                    walker.skip_subtree()
-                    skipped = element
-                    continue
-                self.start(element)
-                kind = MIXED if self.stack[-1].element is not element or \
-                    self.stack[-1].kind != "pre" else self.code_kind(element)
-                if kind != MIXED:
-                    self.add_code(element, kind)
-                    walker.skip_subtree()  # the next event is this block's own "end"
-                elif element.text:
-                    self.add_text(element.text)
-            else:
-                self.end(element)
-                if element is not root:
-                    self.add_text(element.tail)
+            tag = element.tag
+            if top.kind == "pre" and tag == "span" and is_token(element):
+                add_text(element.text)  # all hidden and start would do with a token
+                continue
+            if not isinstance(tag, str):  # comments, processing instructions
+                walker.skip_subtree()
+                skipped = element
+                continue
+            tag = tag.lower()
+            bare = not len(element.attrib)
+            names = _NO_NAMES if bare else names_of(element.get("class"))
+            if self.hidden(element, tag, names, bare, top):
+                walker.skip_subtree()
+                skipped = element
+                continue
+            self.start(element, tag, names, bare, top)
+            opened = stack[-1]
+            kind, pieces, inline = _WALKED if opened.element is not element or \
+                opened.kind != "pre" else self.code_kind(element, opened)
+            if kind != MIXED:
+                self.add_code(opened, pieces, inline)
+                walker.skip_subtree()  # the next event is this block's own "end"
+            elif (text := element.text):
+                add_text(text)
         markdown = self.stack[0].take()
         return Converted(markdown, collapse([" ".join(self.text)]), self.headings)
+
+    def names_of(self, value: str | None) -> frozenset[str]:
+        """``visible.classes`` of an element whose ``class`` is ``value``, once per value."""
+        if not value:
+            return _NO_NAMES
+        names = self.class_names.get(value)
+        if names is None:
+            names = self.class_names[value] = frozenset(value.split())
+        return names
 
     def is_token(self, element: etree._Element) -> bool:
         """A code block's ``<span>`` that is only code (see ``hidden_in_code``)."""
@@ -327,58 +368,67 @@ class Walker:
         if value is None:
             return True
         known = self.token_classes.get(value)
-        if known is None:
-            known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
+        return self.token_class(value) if known is None else known
+
+    def token_class(self, value: str) -> bool:
+        """A ``class`` attribute that a token may have: none of its names is furniture."""
+        known = self.token_classes[value] = not (set(value.split()) & _NOT_TOKEN_CLASSES)
         return known
 
-    def code_kind(self, block: etree._Element) -> int:
-        """How plain a code block is: ``PLAIN`` when every element in it is only code (a tag
-        that neither breaks a line nor hides, ``start`` and ``hidden_in_code``, with neither a
-        class nor a style that is not a token's, ``is_token``); ``BROKEN`` when the others are
-        only ``<br>`` and empty line-number ``<span>``; else ``MIXED``, for the walk. What the
-        walk would do with the first two ``add_code`` does in one call."""
+    def code_kind(self, block: etree._Element, top: Frame) -> tuple[int, list[str], list[str]]:
+        """How plain a code block is, and what the walk would take of it, in one pass:
+        ``PLAIN`` when every element in it is only code (a tag that neither breaks a line nor
+        hides, ``start`` and ``hidden_in_code``, with neither a class nor a style that is not a
+        token's, ``is_token``); ``BROKEN`` when the others are only ``<br>`` (a newline in the
+        inline run, not in the text) and empty line-number ``<span>`` (left out); then the
+        block's texts and its inline run, for ``add_code``. Else ``MIXED`` and nothing, for the
+        walk, which marks ``top.numbers`` for every line number seen here as well."""
+        # is_token inlined: most of a page's elements are a code block's tokens.
+        pieces: list[str] = []
+        inline: list[str] = []
+        if text := block.text:
+            pieces.append(text)
+            inline.append(text)
         kind = PLAIN
-        is_token = self.is_token
-        for element in block.iterdescendants():
-            tag = element.tag
-            if not isinstance(tag, str) or not tag.islower():
-                return MIXED
-            if tag not in _NOT_PLAIN_IN_CODE and is_token(element):
+        token_classes, token_class, tag_kinds = self.token_classes, self.token_class, \
+            self.code_tags
+        for event, element in etree.iterwalk(block, events=("start", "end")):
+            if element is block:
                 continue
-            if tag == "br" or (tag == "span" and not len(element) and _is_gutter(element)):
-                kind = BROKEN
-                continue
-            return MIXED
-        return kind
-
-    def add_code(self, block: etree._Element, kind: int) -> None:
-        """``add_text`` of every text and tail in ``block`` (its own text first), in order; a
-        line break for a ``<br>``, a line number left out (``hidden_in_code``)."""
-        top = self.stack[-1]
-        if kind == PLAIN:
-            pieces = [text for text in block.itertext() if text]
-            inline = pieces
-        else:
-            pieces, inline = [], []
-            if block.text:
-                pieces.append(block.text)
-                inline.append(block.text)
-            for event, element in etree.iterwalk(block, events=("start", "end")):
-                if element is block:
-                    continue
-                if event == "start":
-                    if element.tag == "br":
-                        inline.append("\n")
-                        continue
-                    if not self.is_token(element):
-                        top.numbers = True
-                        continue
-                    text = element.text
-                else:
-                    text = element.tail
-                if text:
+            if event == "end":
+                if text := element.tail:
                     pieces.append(text)
                     inline.append(text)
+                continue
+            tag = element.tag
+            tag_kind = tag_kinds.get(tag)
+            if tag_kind is None:
+                tag_kind = tag_kinds[tag] = _code_tag(tag)
+            if tag_kind == PLAIN:
+                style = element.get("style")
+                if style is None or "user-select" not in style:
+                    value = element.get("class")
+                    known = True if value is None else token_classes.get(value)
+                    if known or (known is None and token_class(value)):
+                        if text := element.text:
+                            pieces.append(text)
+                            inline.append(text)
+                        continue
+            elif tag_kind == MIXED:
+                return _WALKED
+            if tag == "br":
+                kind = BROKEN
+                inline.append("\n")
+                continue
+            if tag == "span" and not len(element) and _is_gutter(element):
+                kind = BROKEN
+                top.numbers = True
+                continue
+            return _WALKED
+        return kind, pieces, inline
+
+    def add_code(self, top: Frame, pieces: list[str], inline: list[str]) -> None:
+        """``add_text`` of a code block ``code_kind`` read: its texts, and its inline run."""
         self.text.extend(pieces)
         if self.in_heading:
             self.heading_text.extend(pieces)
@@ -386,18 +436,13 @@ class Walker:
             inline = [text for text in inline if "\n" not in text or text.strip()]
         top.inline.extend(inline)
 
-    def hidden(self, element: etree._Element) -> bool:
-        tag = element.tag
-        if not isinstance(tag, str):  # comments, processing instructions
-            return True
-        tag = tag.lower()
-        top = self.stack[-1]
-        if top.kind != "pre" and tag not in HIDDEN_BARE_TAGS and not len(element.attrib):
-            # No attribute for the rules below to read: only the page's own rule may skip it.
-            return self.skip is not None and self.skip(element)
-        names = classes(element)
+    def hidden(self, element: etree._Element, tag: str, names: frozenset[str], bare: bool,
+               top: Frame) -> bool:
         if top.kind == "pre":
             return self.hidden_in_code(element, tag, names, top)
+        if bare and tag not in HIDDEN_BARE_TAGS:
+            # No attribute for the rules below to read: only the page's own rule may skip it.
+            return self.skip is not None and self.skip(element)
         if not_content(element, tag, names):
             return True
         if is_tab_strip(element, names) or is_theme_copy(element):
@@ -411,7 +456,7 @@ class Walker:
             return True
         return self.skip is not None and self.skip(element)
 
-    def hidden_in_code(self, element: etree._Element, tag: str, names: set[str],
+    def hidden_in_code(self, element: etree._Element, tag: str, names: AbstractSet[str],
                        top: Frame) -> bool:
         """What a code block draws but is not its code; code is otherwise kept whole, even a
         token whose class looks like furniture."""
@@ -458,54 +503,28 @@ class Walker:
         self.stack.append(frame)
         return frame
 
-    def start(self, element: etree._Element) -> None:
-        tag = element.tag.lower()
-        top = self.stack[-1]
+    def start(self, element: etree._Element, tag: str, names: frozenset[str], bare: bool,
+              top: Frame) -> None:
         if top.kind == "pre":
             if tag == "br":
                 top.inline.append("\n")
             elif tag in CODE_LINE_BLOCKS:
                 self.line_break(top)
-                if tag == "div" and CODE_LINE_CLASS in classes(element):
+                if tag == "div" and CODE_LINE_CLASS in names:
                     top.line_at = len(top.inline)
             return
         if top.kind == "code" or (self.in_heading and tag not in INLINE_IN_HEADING):
-            if tag == "br" or tag in BLOCK_ENDS or "where" in classes(element):
+            if tag == "br" or tag in BLOCK_ENDS or "where" in names:
                 top.inline.append(" ")  # rustdoc's ``where`` clauses sit on lines of their own
             return
-        if tag == "pre" or (tag == "div" and classes(element) & CODE_DIV_CLASSES):
+        if tag in _INLINE_OPENERS:
+            if self.start_inline(element, tag, top):
+                return
+        elif tag == "div" and names & CODE_DIV_CLASSES:
             top.flush()
-            self.push("pre", element, fragment=tag != "pre")
-        elif tag in HEADINGS:
-            top.flush()
-            self.in_heading = True
-            self.push("heading", element)
-        elif len(self.stack) >= MAX_FRAMES and (tag in INLINE_CODE or tag in EMPHASIS
-                                                 or tag == "a"):
-            return  # markup nested this deep is noise: its text flows on unformatted
-        elif tag in INLINE_CODE:
-            if len(element) and element.find(".//pre") is not None:
-                # Rouge's line-number table inside <code> (Jekyll's {% highlight linenos %}):
-                # a wrapper of the code block, not inline code.
-                top.flush()
-            else:
-                self.push("code", element)
-        elif tag == "a" and not self.in_link:
-            self.in_link = True
-            # number: where the link's text starts in the open heading's, to take a permalink out
-            self.push("link", element, number=len(self.heading_text))
-        elif tag in EMPHASIS:
-            self.push("emphasis", element)
-        elif tag == "img":
-            self.image(element)
-        elif tag == "br":
-            top.inline.append(_HARD_BREAK)
-        elif tag == "label":
-            top.inline.append(" ")  # tab and form labels sit side by side without spaces
-        elif tag == "hr":
-            top.flush()
-            top.blocks.append("---")
-        elif (label := tab_label(element)) is not None:
+            self.push("pre", element, fragment=True)
+            return
+        if not bare and (label := tab_label(element)) is not None:
             top.flush()
             if label:
                 self.text.append(label)
@@ -522,7 +541,7 @@ class Walker:
             top.flush()
             self.containers += 1
             self.push(tag, element)
-        elif tag == "blockquote" or is_callout(tag, classes(element)):
+        elif tag == "blockquote" or (names and is_callout(tag, names)):
             top.flush()
             self.containers += 1
             self.push("quote", element)
@@ -536,11 +555,50 @@ class Walker:
         elif tag == "caption" and top.kind == "table":
             self.containers += 1
             self.push("caption", element)
-        elif tag in ("dt", "summary") or is_callout_title(classes(element)):
+        elif tag in ("dt", "summary") or (names and is_callout_title(names)):
             top.flush()
             self.push("title", element)
         elif tag in BLOCKS or tag in ("tr", "td", "th", "tbody", "thead", "tfoot"):
             top.flush()
+
+    def start_inline(self, element: etree._Element, tag: str, top: Frame) -> bool:
+        """``start`` of a tag in ``_INLINE_OPENERS``: False when the tag is not taken here (a
+        link in a link, which is its text) and the block rules are asked."""
+        if tag == "pre":
+            top.flush()
+            self.push("pre", element, fragment=False)
+        elif tag in HEADINGS:
+            top.flush()
+            self.in_heading = True
+            self.push("heading", element)
+        elif len(self.stack) >= MAX_FRAMES and (tag in INLINE_CODE or tag in EMPHASIS
+                                                 or tag == "a"):
+            return True  # markup nested this deep is noise: its text flows on unformatted
+        elif tag in INLINE_CODE:
+            if len(element) and element.find(".//pre") is not None:
+                # Rouge's line-number table inside <code> (Jekyll's {% highlight linenos %}):
+                # a wrapper of the code block, not inline code.
+                top.flush()
+            else:
+                self.push("code", element)
+        elif tag == "a":
+            if self.in_link:
+                return False
+            self.in_link = True
+            # number: where the link's text starts in the open heading's, to take a permalink out
+            self.push("link", element, number=len(self.heading_text))
+        elif tag in EMPHASIS:
+            self.push("emphasis", element)
+        elif tag == "img":
+            self.image(element)
+        elif tag == "br":
+            top.inline.append(_HARD_BREAK)
+        elif tag == "label":
+            top.inline.append(" ")  # tab and form labels sit side by side without spaces
+        else:  # hr
+            top.flush()
+            top.blocks.append("---")
+        return True
 
     @staticmethod
     def in_thead(cell: etree._Element) -> bool:
@@ -558,8 +616,11 @@ class Walker:
             self.top.inline.append(escape(alt))
 
     def url(self, href: str) -> str:
-        url = urljoin(self.base_url, href.strip())
-        return f"<{url}>" if any(c in url for c in " ()<>") else url
+        url = self.urls.get(href)
+        if url is None:
+            url = urljoin(self.base_url, href.strip())
+            url = self.urls[href] = f"<{url}>" if any(c in url for c in " ()<>") else url
+        return url
 
     # ----------------------------------------------------------------------- end tags
 
@@ -580,23 +641,21 @@ class Walker:
             cls.line_break(frame)
         frame.line_at = -1
 
-    def end(self, element: etree._Element) -> None:
-        top = self.stack[-1]
-        if top.element is not element:
-            if element.tag in BLOCK_ENDS:
-                if top.kind == "pre":
-                    self.end_line(top, element)
-                elif top.kind == "table" and element.tag == "tr":
-                    top.cells.end_row()
-                elif top.kind == "heading" or top.kind == "code":
-                    top.inline.append(" ")  # a heading's text stays in the heading
-                else:
-                    top.flush()
-            return
+    def block_end(self, top: Frame, element: etree._Element, tag: str) -> None:
+        """The end of a block element that opened no frame of its own."""
+        if top.kind == "pre":
+            self.end_line(top, element)
+        elif top.kind == "table" and tag == "tr":
+            top.cells.end_row()
+        elif top.kind == "heading" or top.kind == "code":
+            top.inline.append(" ")  # a heading's text stays in the heading
+        else:
+            top.flush()
+
+    def finish(self) -> None:
+        """The end of the open frame's element: the frame written into its parent."""
         frame = self.stack.pop()
-        parent = self.stack[-1]
-        finish = getattr(self, f"end_{frame.kind}")
-        finish(frame, parent)
+        _FINISH[frame.kind](self, frame, self.stack[-1])
 
     def end_pre(self, frame: Frame, parent: Frame) -> None:
         code = "".join(frame.inline)
@@ -765,6 +824,12 @@ class Walker:
             else:
                 part.append(row)
         add_table(part, parent.blocks)
+
+
+_FINISH: dict[str, Callable[[Walker, Frame, Frame], None]] = {
+    kind: getattr(Walker, f"end_{kind}") for kind in (
+        "pre", "heading", "code", "link", "emphasis", "title", "tab", "list", "li", "dd",
+        "quote", "caption", "cell", "table")}
 
 
 def convert(root: etree._Element, base_url: str, skip: Skip | None = None) -> Converted:

@@ -17,6 +17,8 @@ and ``github-dark``) and let CSS show one; a reader gets it once.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from lxml import etree
 
 # How far up from a panel its tab strip is looked for: Docusaurus's is the grandparent's child,
@@ -40,12 +42,14 @@ def _label_text(element: etree._Element) -> str:
     return " ".join("".join(element.itertext()).split())
 
 
-def is_tab_strip(element: etree._Element, names: set[str]) -> bool:
+def is_tab_strip(element: etree._Element, names: AbstractSet[str]) -> bool:
     """The labels of a set of tabs, which the converter writes above each panel instead."""
-    if element.get("role") == "tablist" or "tabbed-labels" in names:
+    if "tabbed-labels" in names or element.get("role") == "tablist":
         return True
+    if element.tag != "label":
+        return False
     parent = element.getparent()
-    return element.tag == "label" and parent is not None and "tabbed-set" in _classes(parent)
+    return parent is not None and "tabbed-set" in _classes(parent)
 
 
 def tab_label(element: etree._Element) -> str | None:

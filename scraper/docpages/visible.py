@@ -6,6 +6,8 @@ one leaves out the other does not count.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from lxml import etree
 
 # Never content: what these hold is not text a reader sees.
@@ -47,7 +49,7 @@ def classes(element: etree._Element) -> set[str]:
     return set(value.split()) if value else set()
 
 
-def not_content(element: etree._Element, tag: str, names: set[str]) -> bool:
+def not_content(element: etree._Element, tag: str, names: AbstractSet[str]) -> bool:
     """Outside code, what is never the page's content: invisible elements, the page's header,
     line numbers beside code, rustdoc's toggle labels ("Expand description")."""
     return (tag in INVISIBLE or is_page_header(element, tag) or bool(names & LINE_NUMBER_CLASSES)
@@ -67,7 +69,7 @@ def unselectable(element: etree._Element) -> bool:
         "user-select:none" in style.replace(" ", "")
 
 
-def is_code_callout(element: etree._Element, names: set[str]) -> bool:
+def is_code_callout(element: etree._Element, names: AbstractSet[str]) -> bool:
     """An AsciiDoc callout in code: ``<b class=conum>(1)</b>``, or the ``<i class=conum>`` of
     font icons with the ``<b>(1)</b>`` right after it."""
     if "conum" in names:
@@ -78,7 +80,7 @@ def is_code_callout(element: etree._Element, names: set[str]) -> bool:
     return previous is not None and "conum" in classes(previous) and not previous.tail
 
 
-def not_code(element: etree._Element, names: set[str], block: etree._Element) -> bool:
+def not_code(element: etree._Element, names: AbstractSet[str], block: etree._Element) -> bool:
     """Drawn in the code block ``block`` but not its code: line numbers, labels, twoslash's
     annotations, AsciiDoc callouts, rustdoc's toggle labels, controls."""
     tag = element.tag
