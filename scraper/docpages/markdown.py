@@ -220,6 +220,11 @@ def collapse(inline: list[str]) -> str:
     return " ".join("".join(inline).split())
 
 
+# iterwalk sends a comment or processing instruction only as an event of its own, never as a
+# "start": the text after one (its tail, React's ``Version<!-- --> 2.0``) is the page's.
+_NOT_SHOWN_EVENTS = frozenset({"comment", "pi"})
+_EVENTS = ("start", "end", *sorted(_NOT_SHOWN_EVENTS))
+
 _NO_CELL: Cell = (False, [])
 _NO_NAMES: frozenset[str] = frozenset()
 
@@ -303,7 +308,7 @@ class Walker:
         # element's tag is read once here and handed on, lowered, with its classes.
         stack = self.stack
         add_text, is_token, names_of = self.add_text, self.is_token, self.names_of
-        walker = etree.iterwalk(root, events=("start", "end"))
+        walker = etree.iterwalk(root, events=_EVENTS)
         skipped: etree._Element | None = None
         for event, element in walker:
             if skipped is not None:
@@ -314,6 +319,9 @@ class Walker:
                     skipped = None
                     continue
                 skipped = None
+            if event in _NOT_SHOWN_EVENTS:  # a comment or processing instruction: its tail is
+                add_text(element.tail)
+                continue
             top = stack[-1]
             if event == "end":
                 if top.element is element:
@@ -392,10 +400,10 @@ class Walker:
         kind = PLAIN
         token_classes, token_class, tag_kinds = self.token_classes, self.token_class, \
             self.code_tags
-        for event, element in etree.iterwalk(block, events=("start", "end")):
+        for event, element in etree.iterwalk(block, events=_EVENTS):
             if element is block:
                 continue
-            if event == "end":
+            if event != "start":  # an end, or a comment or processing instruction: the tail
                 if text := element.tail:
                     pieces.append(text)
                     inline.append(text)

@@ -62,6 +62,10 @@ _ALWAYS = frozenset({"pre", "table", "details"})
 _TAB_PANELS = etree.XPath(".//@role[.='tabpanel']/..")
 # MkDocs Material's tab panels (tabs.tab_label): "tabbed-block", legacy "tabbed-content".
 _TABBED = re.compile(r"\btabbed-(?:block|content)\b")
+# iterwalk sends a comment or processing instruction only as an event of its own; the text
+# after one (its tail, React's ``Version<!-- --> 2.0``) is the page's.
+_NOT_SHOWN_EVENTS = frozenset({"comment", "pi"})
+_TEXT_EVENTS = ("start", "end", *sorted(_NOT_SHOWN_EVENTS))
 _CONTAINERS = frozenset({"ul", "ol", "menu", "li", "dd", "blockquote", "table", "td", "th",
                          "caption"})
 _HAS_HEADING = etree.XPath("boolean(.//h1 | .//h2 | .//h3 | .//h4 | .//h5 | .//h6)")
@@ -215,8 +219,11 @@ class Reader:
         images = 0
         size = 0
         skipped: etree._Element | None = None
-        walker = etree.iterwalk(top, events=("start", "end"))
+        walker = etree.iterwalk(top, events=_TEXT_EVENTS)
         for event, element in walker:
+            if event in _NOT_SHOWN_EVENTS:  # a comment or processing instruction: its tail is
+                size += _add(parts, element.tail)
+                continue
             if event == "end":
                 # A skipped element's tail was taken at its start; lxml may send its end or not.
                 if element is not top and element is not skipped:
@@ -351,8 +358,9 @@ def code_text(block: etree._Element) -> tuple[str, str] | None:
         for element in children:
             tag = element.tag
             if not isinstance(tag, str):
-                # A comment or processing instruction, and its tail: not read, as the
-                # converter's iterwalk (events "start", "end") does not send them.
+                # A comment or processing instruction is not shown; the text after it is.
+                if tail := element.tail:
+                    add(tail)
                 continue
             value = element.get("class")
             if tag in _NOT_CODE_TAGS or (value is not None and _maybe_class(value)) or (

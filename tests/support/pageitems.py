@@ -2,6 +2,8 @@
 item store writes: recorded once in ``tests/data/page_items/`` from the code before the per-page
 cost work of issue 37 (dfcdfdb), and compared byte for byte by
 ``tests/scraper/test_page_items.py``, so a faster extraction is proved to write the same items.
+Recorded again only for a fix that changes items on purpose, the diff reviewed line by line
+(the text after an HTML comment, which the walks dropped: one page's text and Markdown).
 
 Each page goes through the real spider's ``parse`` (``project_crawler``: the project's settings,
 in-memory stores) as an ``HtmlResponse`` of its file, then through the content-hash stamp and
