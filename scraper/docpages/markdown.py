@@ -335,7 +335,7 @@ class Walker:
             if top.kind == "pre" and tag == "span" and is_token(element):
                 add_text(element.text)  # all hidden and start would do with a token
                 continue
-            if not isinstance(tag, str):  # comments, processing instructions
+            if not isinstance(tag, str):  # an entity reference (comments come as events)
                 walker.skip_subtree()
                 skipped = element
                 continue
